@@ -1,0 +1,1 @@
+"""Kubernetes backend: render a plan to manifests and drive them through the API."""

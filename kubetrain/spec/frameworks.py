@@ -1,0 +1,35 @@
+"""What each framework accepts as roles. Pure data: the wiring itself lives in kubetrain.frameworks."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Framework(StrEnum):
+    PYTORCH = "pytorch"
+    TENSORFLOW = "tensorflow"
+    DEEPSPEED = "deepspeed"
+    MPI = "mpi"
+    JAX = "jax"
+    GENERIC = "generic"
+
+
+# Roles each framework knows, in the order replicas are numbered and shown. `None`: any DNS-1123 name.
+ROLES: dict[Framework, tuple[str, ...] | None] = {
+    Framework.PYTORCH: ("master", "worker"),
+    Framework.TENSORFLOW: ("chief", "worker", "ps", "evaluator"),
+    Framework.DEEPSPEED: ("launcher", "worker"),
+    Framework.MPI: ("launcher", "worker"),
+    Framework.JAX: ("worker",),
+    Framework.GENERIC: None,
+}
+
+# Roles that exist at most once (a coordinator, not a pool).
+SINGLE_REPLICA_ROLES: dict[Framework, tuple[str, ...]] = {
+    Framework.PYTORCH: ("master",),
+    Framework.TENSORFLOW: ("chief", "evaluator"),
+    Framework.DEEPSPEED: ("launcher",),
+    Framework.MPI: ("launcher",),
+}
+
+ELASTIC_FRAMEWORKS = (Framework.PYTORCH, Framework.DEEPSPEED)

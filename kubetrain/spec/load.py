@@ -1,0 +1,426 @@
+"""Load a TrainJob from YAML, a file, or plain data: templates (`spec.base`), `--set` overrides, validation.
+
+Every failure is a SpecError listing each problem with its field path, value, hint, and file:line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import FieldError, Path, SpecError, did_you_mean
+from .model import TrainJob
+from .yaml_source import Located, parse_scalar, parse_yaml
+
+TEMPLATES_ENV = "KUBETRAIN_TEMPLATES"
+_MAX_BASE_DEPTH = 16
+
+
+def load_file(
+    path: str | os.PathLike[str],
+    *,
+    overrides: Sequence[str] = (),
+    template_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TrainJob:
+    """Read one TrainJob from a YAML file."""
+    jobs = load_all_files([path], overrides=overrides, template_dirs=template_dirs)
+    if len(jobs) != 1:
+        raise SpecError([FieldError((), f"expected one TrainJob, found {len(jobs)} documents", file=str(path))])
+    return jobs[0]
+
+
+def load_all_files(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    overrides: Sequence[str] = (),
+    template_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> list[TrainJob]:
+    """Every TrainJob in the files (several documents per file allowed); all problems reported together."""
+    jobs: list[TrainJob] = []
+    errors: list[FieldError] = []
+    for path in paths:
+        try:
+            text = FsPath(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            errors.append(FieldError((), f"cannot read file: {exc.strerror}", file=str(path)))
+            continue
+        try:
+            docs = parse_yaml(text, str(path))
+        except SpecError as exc:
+            errors += exc.errors
+            continue
+        if not docs:
+            errors.append(FieldError((), "file holds no document", file=str(path)))
+        for doc in docs:
+            try:
+                jobs.append(_finish(doc, FsPath(path).parent, overrides, template_dirs, (str(path),)))
+            except SpecError as exc:
+                errors += exc.errors
+    if errors:
+        raise SpecError(errors)
+    return jobs
+
+
+def load_text(
+    text: str,
+    *,
+    source: str = "<string>",
+    base_dir: str | os.PathLike[str] = ".",
+    overrides: Sequence[str] = (),
+    template_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TrainJob:
+    docs = parse_yaml(text, source)
+    if len(docs) != 1:
+        raise SpecError([FieldError((), f"expected one TrainJob, found {len(docs)} documents", file=source)])
+    return _finish(docs[0], FsPath(base_dir), overrides, template_dirs, (source,))
+
+
+def from_dict(
+    data: Mapping[str, Any],
+    *,
+    overrides: Sequence[str] = (),
+    base_dir: str | os.PathLike[str] = ".",
+    template_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TrainJob:
+    """A TrainJob from plain data (e.g. a parsed document), with the same checks as a file."""
+    return _finish(Located(dict(data)), FsPath(base_dir), overrides, template_dirs, ())
+
+
+def _finish(
+    doc: Located,
+    base_dir: FsPath,
+    overrides: Sequence[str],
+    template_dirs: Sequence[str | os.PathLike[str]],
+    chain: tuple[str, ...],
+) -> TrainJob:
+    if not isinstance(doc.data, dict):
+        file, line = doc.line_of(())
+        raise SpecError([FieldError((), "a TrainJob must be a mapping (apiVersion, kind, metadata, spec)",
+                                    file=file, line=line)])
+    doc = _resolve_base(doc, base_dir, [FsPath(d) for d in template_dirs], chain)
+    for i, text in enumerate(overrides):
+        apply_override(doc, text, i)
+    return validate(doc)
+
+
+# -- templates ---------------------------------------------------------------------------------------
+
+
+def _resolve_base(doc: Located, base_dir: FsPath, template_dirs: list[FsPath], chain: tuple[str, ...]) -> Located:
+    spec = doc.data.get("spec")
+    base = spec.get("base") if isinstance(spec, dict) else None
+    if base is None:
+        return doc
+    file, line = doc.line_of(("spec", "base"))
+    if not isinstance(base, str) or not base:
+        raise SpecError([FieldError(("spec", "base"), "must name a template file or template", base, True,
+                                    file=file, line=line)])
+    path = find_template(base, base_dir, template_dirs)
+    if path is None:
+        searched = [str(base_dir)] + [str(d) for d in _template_dirs(base_dir, template_dirs)]
+        raise SpecError([FieldError(("spec", "base"), f"template {base!r} not found", hint=
+                                    f"looked for {base!r}, {base}.yaml in: {', '.join(searched)}; "
+                                    f"set {TEMPLATES_ENV} to add folders", file=file, line=line)])
+    key = str(path.resolve())
+    if key in chain or len(chain) > _MAX_BASE_DEPTH:
+        raise SpecError([FieldError(("spec", "base"), f"templates inherit in a loop: {' → '.join((*chain, key))}",
+                                    file=file, line=line)])
+    docs = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    if len(docs) != 1 or not isinstance(docs[0].data, dict):
+        raise SpecError([FieldError((), "a template must be one mapping document", file=str(path))])
+    parent = _resolve_base(docs[0], path.parent, template_dirs, (*chain, key))
+    parent_meta = parent.data.get("metadata")
+    if isinstance(parent_meta, dict):  # a name identifies one job: never inherited
+        for field in ("name", "namePrefix", "generateName"):
+            parent_meta.pop(field, None)
+    merged = Located(deep_merge(parent.data, doc.data), {**parent.where, **doc.where})
+    merged.data["spec"]["base"] = base  # kept as a record of where the job came from
+    return merged
+
+
+def _template_dirs(base_dir: FsPath, extra: list[FsPath]) -> list[FsPath]:
+    env = [FsPath(p) for p in os.environ.get(TEMPLATES_ENV, "").split(os.pathsep) if p]
+    return [*extra, *env, base_dir / "templates"]
+
+
+def find_template(name: str, base_dir: FsPath, template_dirs: list[FsPath]) -> FsPath | None:
+    """A file path relative to the job file, or a named template `<name>.yaml` in a templates folder."""
+    direct = base_dir / name
+    if direct.is_file():
+        return direct
+    if "/" in name or name.endswith((".yaml", ".yml")):
+        return None
+    for folder in _template_dirs(base_dir, template_dirs):
+        for candidate in (folder / f"{name}.yaml", folder / f"{name}.yml"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def deep_merge(base: Any, child: Any) -> Any:
+    """Mappings merge recursively and the child wins; lists and scalars are replaced; `null` removes a key."""
+    if isinstance(base, dict) and isinstance(child, dict):
+        out = dict(base)
+        for key, value in child.items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = deep_merge(base.get(key), value) if key in base else value
+        return out
+    return child
+
+
+# -- --set overrides -----------------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r'"([^"]+)"|([^.\[\]"]+)|\[(\d+)\]')
+
+
+def parse_override_path(text: str) -> Path:
+    """`spec.roles.worker.replicas` / `spec.run.python[1]` / `metadata.labels."kubetrain.dev/x"`."""
+    path: list[str | int] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos] == "." and path:
+            pos += 1
+        m = _SEGMENT.match(text, pos)
+        if m is None:
+            raise ValueError(f"cannot read the path {text!r} at {text[pos:]!r}")
+        path.append(int(m.group(3)) if m.group(3) is not None else (m.group(1) or m.group(2)))
+        pos = m.end()
+    if not path:
+        raise ValueError("empty path")
+    return tuple(path)
+
+
+def apply_override(doc: Located, text: str, index: int = 0) -> None:
+    """Apply `path=value` to the document in place (before validation, so the result is checked)."""
+    source = f"--set {text}"
+    key, eq, raw = text.partition("=")
+    if not eq:
+        raise SpecError([FieldError((), f"override {text!r} needs the form path=value",
+                                    hint="e.g. --set spec.replicas=4", file=source)])
+    try:
+        path = parse_override_path(key.strip())
+    except ValueError as exc:
+        raise SpecError([FieldError((), str(exc), file=source)]) from None
+    node: Any = doc.data
+    for i, part in enumerate(path[:-1]):
+        nxt = path[i + 1]
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                raise SpecError([FieldError(path[: i + 1], "no such list item", file=source)])
+            node = node[part]
+            continue
+        if not isinstance(node, dict):
+            raise SpecError([FieldError(path[:i], "is not a mapping, cannot set a field in it", file=source)])
+        node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+    last = path[-1]
+    value = parse_scalar(raw)
+    if isinstance(last, int):
+        if not isinstance(node, list) or last > len(node):
+            raise SpecError([FieldError(path, "no such list item", file=source)])
+        if last == len(node):
+            node.append(value)
+        else:
+            node[last] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise SpecError([FieldError(path[:-1], "is not a mapping, cannot set a field in it", file=source)])
+    doc.where[path] = (source, 0)
+
+
+# -- validation ----------------------------------------------------------------------------------------
+
+
+def validate(doc: Located) -> TrainJob:
+    data = doc.data
+    problems = _header_problems(data)
+    if problems:
+        raise SpecError([_locate(doc, p) for p in problems])
+    try:
+        return TrainJob.model_validate(data)
+    except ValidationError as exc:
+        located = _merge([_locate(doc, p) for p in convert_validation_error(exc, data)])
+        raise SpecError(sorted(located, key=lambda e: (e.file or "", e.line or 0))) from None
+
+
+def _header_problems(data: dict[str, Any]) -> list[FieldError]:
+    problems = []
+    api, kind = data.get("apiVersion"), data.get("kind")
+    if api is not None and api != "kubetrain.dev/v1alpha1":
+        problems.append(FieldError(("apiVersion",), "must be kubetrain.dev/v1alpha1", api, True))
+    if kind is not None and kind != "TrainJob":
+        problems.append(FieldError(("kind",), "must be TrainJob", kind, True))
+    return problems
+
+
+def _locate(doc: Located, error: FieldError) -> FieldError:
+    if error.file:
+        return error
+    file, line = doc.line_of(error.path)
+    return error.located(file, line or None)
+
+
+def _merge(errors: list[FieldError]) -> list[FieldError]:
+    """Union members fail one by one ("must be an integer", "must be 'auto'"): say it once per field."""
+    merged: dict[Path, FieldError] = {}
+    for err in errors:
+        if err.path in merged and err.path:
+            first = merged[err.path]
+            if err.message not in first.message:
+                merged[err.path] = FieldError(err.path, f"{first.message}, or {_strip_must(err.message)}",
+                                              first.value, first.has_value, first.hint or err.hint,
+                                              first.file, first.line)
+        else:
+            merged[err.path] = err
+    return list(merged.values())
+
+
+def _strip_must(message: str) -> str:
+    return message.removeprefix("must be ")
+
+
+def convert_validation_error(exc: ValidationError, data: Any) -> list[FieldError]:
+    """pydantic's errors → FieldErrors with the user's field paths (union tags removed) and hints."""
+    out: list[FieldError] = []
+    for err in exc.errors():
+        loc = _data_path(err["loc"], data)
+        error = err.get("ctx", {}).get("error")
+        if isinstance(error, SpecError):
+            out += [FieldError((*loc, *sub.path), sub.message, sub.value, sub.has_value, sub.hint,
+                               sub.file, sub.line) for sub in error.errors]
+            continue
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            parent = _model_at(TrainJob, loc[:-1], data)
+            known = _aliases(parent) if parent is not None else []
+            guess = did_you_mean(str(loc[-1]), known) if known else None
+            hint = f"did you mean '{guess}'?" if guess else (f"known fields: {', '.join(known)}" if known else None)
+            out.append(FieldError(loc, "unknown field", hint=hint))
+        elif kind == "missing":
+            out.append(FieldError(loc, "is required"))
+        else:
+            out.append(FieldError(loc, _message(err), err.get("input"), True, _hint(kind, loc)))
+    return out
+
+
+def _message(err: Any) -> str:
+    message = str(err["msg"])
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    message = message.replace("Input should be", "must be").replace("input should be", "must be")
+    message = message.replace(", unable to parse string as an integer", "").replace(
+        ", unable to parse string as a number", "")
+    if err["type"] == "literal_error" and "expected" in err.get("ctx", {}):
+        message = f"must be one of {err['ctx']['expected']}"
+    return message
+
+
+def _hint(kind: str, loc: Path) -> str | None:
+    if kind in ("int_type", "int_parsing") and loc and loc[-1] in ("replicas", "backoffLimit"):
+        return "a whole number, without quotes"
+    return None
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
+    """Drop the parts of pydantic's `loc` that are not in the data (union member tags, 'function-after[...]')."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part not in node and node.get("type") == part:
+            continue  # the tag of a discriminated union (a mount's type), not a field
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(part, str) and not _looks_like_tag(part) and (node is None or isinstance(node, dict)):
+            path.append(part)  # a missing field: kept, it is what the user must add
+            node = None
+    return tuple(path)
+
+
+def _looks_like_tag(part: str) -> bool:
+    return "[" in part or part in ("int", "str", "float", "bool", "list", "dict", "none") or part.startswith(
+        ("literal", "function-", "tagged-union", "lax-", "json-or-python", "constrained-")
+    )
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """Model classes reachable through Optional / list / dict / Annotated."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType, list, dict):
+        found = []
+        for arg in typing.get_args(annotation):
+            found += _unwrap(arg)
+        return found
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return []
+
+
+def _model_at(model: type[BaseModel], path: Path, data: Any) -> type[BaseModel] | None:
+    """The model class that holds the field at `path`, to suggest the names it knows."""
+    current: type[BaseModel] | _DictOf | None = model
+    node = data
+    for part in path:
+        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+        if isinstance(current, _DictOf):  # `part` is a free key, such as a role name
+            current = current.model
+            continue
+        if isinstance(part, int) or current is None:  # list item: `current` already is the item's model
+            continue
+        field = _field_by_alias(current, part)
+        if field is None:
+            return None
+        candidates = _unwrap(field.annotation)
+        if isinstance(node, dict) and "type" in node:  # discriminated unions (mounts): pick by tag
+            tagged = [c for c in candidates if getattr(c.model_fields.get("type"), "default", None) == node["type"]]
+            candidates = tagged or candidates
+        found = candidates[0] if candidates else None
+        current = _DictOf(found) if found is not None and _is_mapping_field(field.annotation) else found
+    return current if isinstance(current, type) else None
+
+
+class _DictOf:
+    """The next path part is a free key (a role name), then comes the model."""
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+
+
+def _is_mapping_field(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_mapping_field(a) for a in typing.get_args(annotation))
+    return origin is dict
+
+
+def _has(node: Any, part: Any) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(part, int) and 0 <= part < len(node)
+
+
+def _field_by_alias(model: type[BaseModel], key: Any) -> Any:
+    for name, field in model.model_fields.items():
+        aliases = {name, field.alias}
+        if field.validation_alias is not None and hasattr(field.validation_alias, "choices"):
+            aliases |= {str(c) for c in field.validation_alias.choices}
+        if key in aliases:
+            return field
+    return None
+
+
+def _aliases(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]

@@ -1,0 +1,579 @@
+"""The job model: a TrainJob document (`apiVersion: kubetrain.dev/v1alpha1`, `kind: TrainJob`).
+
+Field docstrings are the reference text that `kubetrain explain` prints and `kubetrain schema` publishes.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
+
+from .errors import FieldError, SpecError, format_path
+from .frameworks import ELASTIC_FRAMEWORKS, ROLES, SINGLE_REPLICA_ROLES, Framework
+from .mounts import MountInput
+from .naming import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from .resources import Resources
+from .types import Arg, EnvList, Quantity, SpecModel, kube_field
+
+API_VERSION = "kubetrain.dev/v1alpha1"
+KIND = "TrainJob"
+DEFAULT_ROLE = "worker"
+
+
+def _labels(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    problems = []
+    for key, val in value.items():
+        if not isinstance(key, str) or not is_label_key(key):
+            problems.append(FieldError((str(key),), "is not a valid label key", hint="[prefix/]name, name ≤ 63 chars"))
+        elif isinstance(val, str) and not is_label_value(val):
+            problems.append(
+                FieldError(
+                    (key,),
+                    "is not a valid label value",
+                    val,
+                    True,
+                    hint="≤ 63 alphanumerics, '-', '_', '.', starting and ending alphanumeric",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return value
+
+
+def _annotations(value: Any) -> Any:
+    if isinstance(value, dict):
+        bad = [FieldError((str(k),), "is not a valid annotation key") for k in value if not is_label_key(str(k))]
+        if bad:
+            raise SpecError(bad)
+    return value
+
+
+Labels = Annotated[dict[str, str], BeforeValidator(_labels)]
+Annotations = Annotated[dict[str, str], BeforeValidator(_annotations)]
+
+
+class RunPolicy(SpecModel):
+    """How the job as a whole is retried, bounded in time and cleaned up (Kubeflow's RunPolicy)."""
+
+    backoff_limit: int | None = Field(default=None, ge=0)
+    """Restarts of the whole replica group before the job fails. Default 0: fail on the first failure."""
+    active_deadline_seconds: int | None = Field(default=None, gt=0)
+    """Wall-clock limit for the job, counted from its start; then every replica is stopped and the job fails."""
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    """Delete the finished job's objects after this many seconds (Run:ai's autoDeletion)."""
+    clean_pod_policy: Literal["All", "Running", "None"] | None = None
+    """Which pods to delete when the job ends: All, Running (still running ones), or None."""
+    suspend: bool = False
+    """Create the job without starting it; the same as runMode: Pause."""
+
+
+class ExitCodes(SpecModel):
+    """Overrides of restartPolicy ExitCode's rule (1–127 permanent, 128–255 retried)."""
+
+    retryable: list[int] = Field(default_factory=list)
+    """Exit codes to retry even if in 1–127."""
+    permanent: list[int] = Field(default_factory=list)
+    """Exit codes that fail the job at once even if in 128–255."""
+
+    @model_validator(mode="after")
+    def _valid(self) -> ExitCodes:
+        problems = []
+        for name in ("retryable", "permanent"):
+            for i, code in enumerate(getattr(self, name)):
+                if not 1 <= code <= 255:
+                    problems.append(FieldError((name, i), "must be an exit code 1–255", code, True))
+        both = sorted(set(self.retryable) & set(self.permanent))
+        if both:
+            problems.append(FieldError(("permanent",), f"codes {both} are also listed as retryable"))
+        if problems:
+            raise SpecError(problems)
+        return self
+
+
+class Elastic(SpecModel):
+    """Elastic training: the job runs with any replica count in [minReplicas, maxReplicas] (torchrun's agent)."""
+
+    min_replicas: int = Field(ge=1)
+    max_replicas: int = Field(ge=1)
+    expected_replicas: int | None = Field(default=None, ge=1)
+    """Replicas to start with; defaults to the worker role's replicas."""
+    max_restarts: int = Field(default=3, ge=0)
+    """Membership changes / failures the elastic agent tolerates before giving up."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Elastic:
+        problems = []
+        if self.max_replicas < self.min_replicas:
+            problems.append(FieldError(("maxReplicas",), f"must be ≥ minReplicas ({self.min_replicas})",
+                                       self.max_replicas, True))
+        elif self.expected_replicas is not None and not (
+            self.min_replicas <= self.expected_replicas <= self.max_replicas
+        ):
+            problems.append(
+                FieldError(("expectedReplicas",), f"must lie in [{self.min_replicas}, {self.max_replicas}]",
+                           self.expected_replicas, True)
+            )
+        if problems:
+            raise SpecError(problems)
+        return self
+
+
+class Run(SpecModel):
+    """What each replica runs: exactly one of python, module, exec, customCommand (DeepSpeedJob's RunType)."""
+
+    python: list[Arg] | None = None
+    """A script and its arguments: [train.py, --epochs, "3"]."""
+    module: list[Arg] | None = None
+    """A module run with `python -m` and its arguments: [my_pkg.train, --lr, "0.1"]."""
+    exec: list[Arg] | None = None
+    """A program and its arguments: [./train, --fast]."""
+    custom_command: str | list[Arg] | None = None
+    """Your own launch command, used as is instead of the framework's launcher. A string runs through
+    `/bin/sh -c` (it is yours, so it is not quoted); a list runs directly. Env contract still applies."""
+    other_args: list[Arg] = Field(default_factory=list)
+    """Extra arguments for the framework's launcher (torchrun, deepspeed, mpirun), before the program."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Run:
+        given = [name for name in ("python", "module", "exec", "custom_command") if getattr(self, name) is not None]
+        if len(given) != 1:
+            camel = {"custom_command": "customCommand"}
+            shown = [camel.get(g, g) for g in given]
+            message = "set exactly one of python, module, exec, customCommand"
+            message += f" (got {', '.join(shown)})" if given else ""
+            raise SpecError([FieldError((), message, hint="e.g. run: {python: [train.py, --steps, '20']}")])
+        for name in ("python", "module", "exec"):
+            value = getattr(self, name)
+            if value is not None and not value:
+                raise SpecError([FieldError((name,), "must name at least the program", hint=f"{name}: [program, args...]")])
+        if self.custom_command is not None and not self.custom_command:
+            raise SpecError([FieldError(("customCommand",), "must not be empty")])
+        return self
+
+
+class Port(SpecModel):
+    """A container port, optionally exposed through a Service (Run:ai's ports)."""
+
+    container: int = Field(ge=1, le=65535)
+    external: int | None = Field(default=None, ge=1, le=65535)
+    """Port on the Service; defaults to the container port."""
+    service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
+    name: str | None = None
+    """Port name (≤ 15 characters, lowercase alphanumerics and '-')."""
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not is_dns_label(value, max_len=15):
+            raise ValueError("must be ≤ 15 lowercase alphanumerics or '-' (an IANA service name)")
+        return value
+
+
+_CAPABILITY = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+class Security(SpecModel):
+    """Security context. Defaults are locked down: no privilege escalation, all capabilities dropped,
+    RuntimeDefault seccomp. Loosen only what the job needs."""
+
+    run_as_user: bool = False
+    """Run as the submitting user's uid/gid (Run:ai's runAsUser)."""
+    run_as_uid: int | None = Field(default=None, ge=0)
+    run_as_gid: int | None = Field(default=None, ge=0)
+    run_as_non_root: bool | None = None
+    supplemental_groups: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    capabilities: list[str] = Field(default_factory=list)
+    """Linux capabilities to add back (all others stay dropped), e.g. [IPC_LOCK, SYS_PTRACE]."""
+    allow_privilege_escalation: bool = False
+    privileged: bool = False
+    """Full host access. Also implied by device mounts. kubetrain warns whenever a pod is privileged."""
+    seccomp_profile_type: Literal["RuntimeDefault", "Unconfined", "Localhost"] = "RuntimeDefault"
+    seccomp_localhost_profile: str | None = None
+    read_only_root_filesystem: bool = False
+    host_ipc: bool = False
+    host_network: bool = False
+
+    @field_validator("capabilities")
+    @classmethod
+    def _caps(cls, value: list[str]) -> list[str]:
+        for cap in value:
+            if cap.startswith("CAP_"):
+                raise ValueError(f"write {cap[4:]!r} rather than {cap!r}: Kubernetes names capabilities without CAP_")
+            if not _CAPABILITY.fullmatch(cap):
+                raise ValueError(f"{cap!r} is not a capability name such as NET_ADMIN or SYS_PTRACE")
+        return value
+
+    @model_validator(mode="after")
+    def _localhost(self) -> Security:
+        if (self.seccomp_profile_type == "Localhost") != (self.seccomp_localhost_profile is not None):
+            raise SpecError(
+                [FieldError(("seccompLocalhostProfile",), "is required with seccompProfileType Localhost, and only then")]
+            )
+        if self.run_as_user and self.run_as_uid is not None:
+            raise SpecError([FieldError(("runAsUid",), "conflicts with runAsUser: true (which takes your own uid)")])
+        return self
+
+
+class Scheduling(SpecModel):
+    """Where and when replicas are placed."""
+
+    queue: str | None = None
+    """Queue name: a Kueue LocalQueue (kueue.x-k8s.io/queue-name label) or a Volcano queue."""
+    priority_class: str | None = None
+    node_pools: list[str] = Field(default_factory=list)
+    """Node pools in order of preference (preferred node affinity, weights descending)."""
+    node_pool_label: str = "kubetrain.dev/node-pool"
+    """Node label that names a node's pool."""
+    node_type: str | None = None
+    """Required node type (a node selector on nodeTypeLabel)."""
+    node_type_label: str = "kubetrain.dev/node-type"
+    gang: bool | None = None
+    """Schedule all replicas together or none (Volcano minAvailable, JobSet/Kueue all-or-nothing)."""
+    min_available: int | None = Field(default=None, ge=1)
+    """Replicas that must be placed together for the job to start; implies gang; default: all."""
+    preemption_limit: int | None = Field(default=None, ge=0)
+    """Preemptions tolerated before the job fails."""
+    terminate_after_preemption: bool = False
+    """Fail the job instead of requeueing it when a replica is preempted."""
+    scheduler_name: str | None = None
+
+    @field_validator("node_pool_label", "node_type_label")
+    @classmethod
+    def _label_key(cls, value: str) -> str:
+        if not is_label_key(value):
+            raise ValueError(f"{value!r} is not a valid label key")
+        return value
+
+    @field_validator("node_pools")
+    @classmethod
+    def _pools(cls, value: list[str]) -> list[str]:
+        for pool in value:
+            if not is_label_value(pool):
+                raise ValueError(f"{pool!r} is not a valid label value (node pools are matched by label)")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a node pool twice")
+        return value
+
+
+class PodOptions(SpecModel):
+    """Pod and container options that apply to every replica (of the job, or of one role)."""
+
+    env: EnvList | None = None
+    """Environment variables: {NAME: value} or a list of V1EnvVar (valueFrom allowed)."""
+    env_from: kube_field("list[V1EnvFromSource]") = None
+    """Variables from ConfigMaps/Secrets (V1EnvFromSource)."""
+    requests: dict[str, Quantity] | None = None
+    """Raw resource requests, merged over `resources` ({"cpu": "100m", "example.com/x": 1})."""
+    limits: dict[str, Quantity] | None = None
+    """Raw resource limits, merged over `resources`."""
+    annotations: Annotations | None = None
+    """Pod annotations."""
+    labels: Labels | None = None
+    """Pod labels."""
+    node_selector: dict[str, str] | None = None
+    affinity: kube_field("V1Affinity") = None
+    tolerations: kube_field("list[V1Toleration]") = None
+
+
+def _run_policy(value: Any) -> Any:
+    # Kubeflow's training SDK V1RunPolicy (Kale passes one) → its snake_case dict.
+    if value is not None and not isinstance(value, dict | RunPolicy) and hasattr(value, "to_dict"):
+        data = {k: v for k, v in value.to_dict().items() if v is not None}
+        if data.pop("scheduling_policy", None):
+            raise SpecError([FieldError(("schedulingPolicy",), "is not taken here; use spec.scheduling")])
+        data.pop("managed_by", None)
+        return data
+    return value
+
+
+class DistributedConfig(PodOptions):
+    """Kale's DistributedConfig: options propagated to every replica of every role.
+
+    Each field takes official `kubernetes` client models (V1EnvVar, V1Affinity, ...) or plain dicts,
+    which are deserialized into those models.
+    """
+
+    run_policy: Annotated[RunPolicy | None, BeforeValidator(_run_policy)] = None
+
+
+class ReplicaSettings(PodOptions):
+    """Everything a role may set for its replicas; role-level values are merged over the job's."""
+
+    run: Run | None = None
+    image: str | None = None
+    """Container image (needed on Kubernetes; the local backend runs on this machine)."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    working_dir: str | None = None
+    """Working directory of the replica's process."""
+    procs_per_replica: int | Literal["auto"] | None = None
+    """Processes per replica (torchrun --nproc-per-node, slotsPerWorker): a number, or auto (one per GPU)."""
+    resources: Resources | None = None
+    mounts: list[MountInput] | None = None
+    """Volumes: objects or TorchX strings `type=bind|volume|device,src=..,dst=..[,readonly]`."""
+    ports: list[Port] | None = None
+    security: Security | None = None
+
+    @field_validator("procs_per_replica")
+    @classmethod
+    def _procs(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("must be ≥ 1 or auto")
+        return value
+
+
+class RoleSpec(ReplicaSettings):
+    """One role (worker, ps, chief, launcher, ...): its replica count and its overrides of the job's settings."""
+
+    replicas: int = Field(default=1, ge=1)
+
+
+class JobSpec(ReplicaSettings):
+    """What to run, how many, where, and under which policies."""
+
+    framework: Framework = Framework.GENERIC
+    """pytorch | tensorflow | deepspeed | mpi | jax | generic: decides the env and launcher of each replica."""
+    base: str | None = None
+    """Inherit from a template: a file (relative to this one) or a name in the templates folder.
+    Deep-merged; this file wins."""
+    replicas: int | None = Field(default=None, ge=1)
+    """Shorthand for one role named `worker` with this many replicas."""
+    roles: dict[str, RoleSpec] | None = None
+    """Roles by name, each with replicas and overrides: {worker: {replicas: 4}, ps: {replicas: 2}}."""
+    local_rank: bool = False
+    """Also pass `--local_rank=N` to the program (DeepSpeed's legacy argument)."""
+    service_account: str | None = None
+    tty: bool = False
+    stdin: bool = False
+    restart_policy: Literal["Never", "OnFailure", "Always", "ExitCode"] = "Never"
+    """On a replica's exit: Never restart; OnFailure; Always; ExitCode (1–127 permanent, 128–255 retried).
+    A restart restarts the whole replica group and counts against runPolicy.backoffLimit."""
+    exit_codes: ExitCodes | None = None
+    """Overrides for restartPolicy ExitCode."""
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+    run_mode: Literal["Immediate", "Debug", "Pause"] = "Immediate"
+    """Immediate: start now. Pause: create without starting (resume later). Debug: start the replicas with
+    their environment but hold the program, so you can attach and run it by hand."""
+    elastic: Elastic | None = None
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+
+    @field_validator("roles")
+    @classmethod
+    def _role_names(cls, value: dict[str, RoleSpec] | None) -> dict[str, RoleSpec] | None:
+        if value is not None and not value:
+            raise ValueError("must name at least one role")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> JobSpec:
+        problems: list[FieldError] = []
+        if self.replicas is not None and self.roles is not None:
+            problems.append(FieldError(("replicas",), "give either replicas (one worker role) or roles, not both"))
+        valid = ROLES[self.framework]
+        for name, role in (self.roles or {}).items():
+            if valid is not None and name not in valid:
+                problems.append(
+                    FieldError(
+                        ("roles", name),
+                        f"is not a {self.framework.value} role",
+                        hint=f"valid roles: {', '.join(valid)}",
+                    )
+                )
+            elif not is_dns_label(name, max_len=40):
+                problems.append(FieldError(("roles", name), "role names must be lowercase DNS labels (≤ 40 chars)"))
+            if name in SINGLE_REPLICA_ROLES.get(self.framework, ()) and role.replicas != 1:
+                problems.append(
+                    FieldError(("roles", name, "replicas"), f"a {name} runs as exactly 1 replica", role.replicas, True)
+                )
+            if self.run is None and role.run is None:
+                problems.append(FieldError(("roles", name, "run"), "nothing to run: set spec.run or this role's run"))
+        if self.roles is None and self.run is None:
+            problems.append(FieldError(("run",), "nothing to run", hint="run: {python: [train.py]}"))
+        if self.roles is not None:
+            problems += _framework_role_rules(self.framework, self.roles)
+        if self.elastic is not None:
+            problems += self._elastic_problems(self.elastic)
+        if self.exit_codes is not None and self.restart_policy != "ExitCode":
+            problems.append(FieldError(("exitCodes",), "only applies with restartPolicy: ExitCode"))
+        if self.run_policy.suspend and self.run_mode == "Debug":
+            problems.append(FieldError(("runPolicy", "suspend"), "conflicts with runMode: Debug"))
+        total = sum(self.role_replicas().values())
+        if self.scheduling.min_available is not None and self.scheduling.min_available > total:
+            problems.append(
+                FieldError(("scheduling", "minAvailable"), f"exceeds the job's {total} replicas",
+                           self.scheduling.min_available, True)
+            )
+        if problems:
+            raise SpecError(problems)
+        return self
+
+    def _elastic_problems(self, elastic: Elastic) -> list[FieldError]:
+        if self.framework not in ELASTIC_FRAMEWORKS:
+            names = ", ".join(f.value for f in ELASTIC_FRAMEWORKS)
+            return [FieldError(("elastic",), f"{self.framework.value} jobs cannot be elastic", hint=f"elastic works with {names}")]
+        workers = self.role_replicas().get(DEFAULT_ROLE)
+        if workers is None:
+            return [FieldError(("elastic",), "needs a worker role to scale")]
+        if not elastic.min_replicas <= workers <= elastic.max_replicas:
+            where = ("replicas",) if self.replicas is not None else ("roles", DEFAULT_ROLE, "replicas")
+            return [FieldError(where, f"must lie in elastic [{elastic.min_replicas}, {elastic.max_replicas}]", workers, True)]
+        return []
+
+    # -- derived views (pure) --------------------------------------------------------------------------
+
+    def role_replicas(self) -> dict[str, int]:
+        """Replicas per role, in the framework's role order (then the order written)."""
+        if self.roles is None:
+            return {DEFAULT_ROLE: self.replicas or 1}
+        order = ROLES[self.framework] or ()
+        names = sorted(self.roles, key=lambda n: order.index(n) if n in order else len(order))
+        return {name: self.roles[name].replicas for name in names}
+
+    def role_settings(self, role: str) -> ReplicaSettings:
+        """The job's settings with the role's overrides merged over them: what one replica of `role` gets."""
+        if self.roles is None or role not in self.roles:
+            if self.roles is not None:
+                raise KeyError(role)
+            return ReplicaSettings.model_validate(_settings_dict(self))
+        return merge_settings(self, self.roles[role])
+
+
+_SETTINGS_FIELDS = tuple(ReplicaSettings.model_fields)
+
+
+def _settings_dict(obj: ReplicaSettings) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in _SETTINGS_FIELDS}
+
+
+def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaSettings:
+    """Role over job: scalars replaced, maps merged, env merged by name, lists appended, objects field-wise."""
+    merged = _settings_dict(base)
+    for name in override.model_fields_set:
+        if name not in merged or name == "replicas":
+            continue
+        new, old = getattr(override, name), merged[name]
+        if new is None or old is None:
+            merged[name] = new if new is not None else old
+        elif name == "env":
+            by_name = {var.name: var for var in old}
+            by_name.update({var.name: var for var in new})
+            merged[name] = list(by_name.values())
+        elif isinstance(new, dict):
+            merged[name] = {**old, **new}
+        elif isinstance(new, list):
+            merged[name] = [*old, *new]
+        elif name in ("resources", "security"):
+            merged[name] = old.model_copy(update={f: getattr(new, f) for f in new.model_fields_set})
+        else:
+            merged[name] = new
+    fields_set = (set(override.model_fields_set) | set(base.model_fields_set)) & set(_SETTINGS_FIELDS)
+    return ReplicaSettings.model_construct(_fields_set=fields_set, **merged)
+
+
+def _framework_role_rules(framework: Framework, roles: dict[str, RoleSpec]) -> list[FieldError]:
+    problems = []
+    if framework is Framework.TENSORFLOW and "ps" in roles and "worker" not in roles and "chief" not in roles:
+        problems.append(FieldError(("roles", "ps"), "parameter servers need a worker or chief role to serve"))
+    if framework is Framework.MPI and "worker" not in roles:
+        problems.append(FieldError(("roles",), "an MPI job needs a worker role", hint="roles: {worker: {replicas: 2}}"))
+    if framework is Framework.PYTORCH and "worker" not in roles and "master" not in roles:
+        problems.append(FieldError(("roles",), "a PyTorch job needs a master or worker role"))
+    return problems
+
+
+class Metadata(SpecModel):
+    name: str | None = None
+    """Job name: a DNS-1123 label (lowercase alphanumerics and '-', ≤ 63)."""
+    name_prefix: str | None = Field(
+        default=None, validation_alias=AliasChoices("namePrefix", "generateName", "name_prefix")
+    )
+    """Prefix for a generated unique name (Kubernetes generateName)."""
+    namespace: str | None = None
+    labels: Labels = Field(default_factory=dict)
+    annotations: Annotations = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _naming(self) -> Metadata:
+        problems = []
+        if (self.name is None) == (self.name_prefix is None):
+            problems.append(FieldError(("name",), "set exactly one of name and namePrefix"))
+        if self.name is not None and not is_dns_label(self.name):
+            problems.append(
+                FieldError(("name",), "must be a DNS-1123 label", self.name, True,
+                           hint="lowercase letters, digits and '-', starting and ending with a letter or digit, ≤ 63")
+            )
+        if self.name_prefix is not None and not is_dns_label(self.name_prefix.rstrip("-") or "x", max_len=52):
+            problems.append(FieldError(("namePrefix",), "must be a DNS-1123 label prefix of ≤ 52 characters",
+                                       self.name_prefix, True))
+        if self.namespace is not None and not is_dns_label(self.namespace):
+            problems.append(FieldError(("namespace",), "must be a DNS-1123 label", self.namespace, True))
+        if problems:
+            raise SpecError(problems)
+        return self
+
+    @property
+    def display_name(self) -> str:
+        return self.name or (self.name_prefix or "job").rstrip("-")
+
+
+class TrainJob(SpecModel):
+    """A distributed training job: the same document runs as local processes or on Kubernetes."""
+
+    api_version: Literal["kubetrain.dev/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["TrainJob"] = KIND
+    metadata: Metadata
+    spec: JobSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.display_name
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as plain data (camelCase), without defaults that were never set."""
+        data: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+        return {"apiVersion": API_VERSION, "kind": KIND, **data}
+
+    def with_config(self, config: DistributedConfig) -> TrainJob:
+        """This job with Kale's DistributedConfig applied to every replica of every role.
+
+        The config is merged over the job's own settings the way a role's are: env by name, maps merged,
+        lists appended, affinity replaced; its run_policy fields replace the job's.
+        """
+        merged = merge_settings(self.spec, ReplicaSettings.model_construct(
+            _fields_set=config.model_fields_set - {"run_policy"},
+            **{name: getattr(config, name) for name in PodOptions.model_fields},
+        ))
+        update = {name: getattr(merged, name) for name in merged.model_fields_set}
+        if config.run_policy is not None:
+            update["run_policy"] = self.spec.run_policy.model_copy(
+                update={f: getattr(config.run_policy, f) for f in config.run_policy.model_fields_set}
+            )
+        spec = self.spec.model_copy(update=update)
+        spec.model_fields_set.update(update)
+        return self.model_copy(update={"spec": spec})
+
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "DistributedConfig",
+    "Elastic",
+    "ExitCodes",
+    "JobSpec",
+    "Metadata",
+    "Port",
+    "ReplicaSettings",
+    "Resources",
+    "RoleSpec",
+    "Run",
+    "RunPolicy",
+    "Scheduling",
+    "Security",
+    "TrainJob",
+    "format_path",
+]

@@ -1,0 +1,141 @@
+"""Field types shared by the job model: Kubernetes quantities, argv lists, env, and client-model fields."""
+
+from __future__ import annotations
+
+import functools
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from .errors import SpecError
+from .kube_models import kube_to_dict, to_kube_model
+from .naming import is_env_name
+
+
+class SpecModel(BaseModel):
+    """Base of every spec object: unknown fields are errors, YAML uses camelCase, Python snake_case."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        validate_default=False,
+    )
+
+
+@functools.cache
+def _quantity_parser() -> Any:
+    # The client's parser: the same rules (and the same corner cases) as the API server's.
+    from kubernetes.utils.quantity import parse_quantity
+
+    return parse_quantity
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    result: Decimal = _quantity_parser()(value)
+    return result
+
+
+def _quantity(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise PydanticCustomError(
+            "quantity", "must be a Kubernetes quantity such as 500m, 2, 16Gi (got {value})", {"value": value}
+        )
+    try:
+        amount = parse_quantity(value)
+    except ValueError:
+        raise PydanticCustomError(
+            "quantity",
+            "{value} is not a Kubernetes quantity; use forms such as 500m, 2, 1.5, 512Mi, 16Gi",
+            {"value": value},
+        ) from None
+    if amount < 0:
+        raise PydanticCustomError("quantity", "must not be negative (got {value})", {"value": value})
+    return str(value)
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity)]
+"""A Kubernetes quantity ("500m", "16Gi", 2), kept as written and checked with the client's parser."""
+
+
+def _arg(value: Any) -> str:
+    # YAML turns `--steps 20` into an int; an argument is text, so numbers are taken as written.
+    # Booleans are refused: `yes`/`true` is more likely a mistake than an argument.
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        raise PydanticCustomError("arg", "must be a string or a number (got {value}); quote it", {"value": value})
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise PydanticCustomError("arg", "must be a string (got {value})", {"value": value})
+
+
+Arg = Annotated[str, BeforeValidator(_arg)]
+
+
+class KubeType:
+    """Marks a field holding an official client model, so `kubetrain schema` can describe it."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        # Resolved to the client's own field list by `full_json_schema`; importing the client here would
+        # make every import of kubetrain pay for it.
+        return {"x-kube-type": self.type_name}
+
+
+def _model_converter(type_name: str) -> Any:
+    def convert(value: Any) -> Any:
+        # SpecError is a ValueError: pydantic keeps it in the error's ctx, and `load` re-roots its paths.
+        return to_kube_model(type_name, value)
+
+    return convert
+
+
+def kube_field(type_name: str) -> Any:
+    """`Annotated` type for a field holding `type_name` (e.g. "list[V1Toleration]") from models or dicts."""
+    return Annotated[
+        Any,
+        BeforeValidator(_model_converter(type_name)),
+        PlainSerializer(kube_to_dict, when_used="always"),
+        KubeType(type_name),
+    ]
+
+
+def _env_list(value: Any) -> Any:
+    """`{NAME: value}` or a list of V1EnvVar / dicts → a list of V1EnvVar."""
+    if isinstance(value, dict):
+        items = []
+        for name, val in value.items():
+            if isinstance(val, dict):  # {NAME: {valueFrom: ...}}
+                items.append({"name": name, **val})
+            else:
+                if isinstance(val, bool):
+                    val = "true" if val else "false"
+                elif isinstance(val, int | float):
+                    val = str(val)
+                items.append({"name": name, "value": val})
+        value = items
+    result = to_kube_model("list[V1EnvVar]", value)
+    for i, var in enumerate(result or []):
+        if not is_env_name(var.name):
+            raise SpecError.single(
+                (i, "name"),
+                "is not a valid environment variable name",
+                value=var.name,
+                has_value=True,
+                hint="letters, digits, '_', '-', '.'; not starting with a digit",
+            )
+    return result
+
+
+EnvList = Annotated[
+    Any,
+    BeforeValidator(_env_list),
+    PlainSerializer(kube_to_dict, when_used="always"),
+    KubeType("list[V1EnvVar]"),
+]
+"""Environment: a mapping `{NAME: value}` or a list of V1EnvVar (objects or dicts, valueFrom allowed)."""

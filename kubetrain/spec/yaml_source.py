@@ -1,0 +1,116 @@
+"""YAML → plain data, remembering the file and line of every value, so errors can point at them.
+
+Differences from `yaml.safe_load`, each to avoid losing or silently changing what the user wrote:
+- duplicate keys are errors (safe_load keeps the last one);
+- only `true`/`false` are booleans (YAML 1.1 also turns yes/no/on/off into booleans: `country: NO`);
+- dates stay strings; anchors are expanded but bounded (no "billion laughs").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import FieldError, Path, SpecError
+
+_MAX_NODES = 200_000
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema booleans and no timestamp conversion."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@dataclass
+class Located:
+    """Data plus where each path came from: {path: (file, line)}."""
+
+    data: Any
+    where: dict[Path, tuple[str, int]] = field(default_factory=dict)
+
+    def line_of(self, path: Path) -> tuple[str | None, int | None]:
+        for end in range(len(path), -1, -1):
+            hit = self.where.get(path[:end])
+            if hit:
+                return hit
+        return None, None
+
+
+def parse_yaml(text: str, source: str) -> list[Located]:
+    """Every document in `text`, each with its locations."""
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError([FieldError((), f"not valid YAML: {problem}", file=source, line=line)]) from None
+    docs = []
+    for node in nodes:
+        if node is None:
+            continue
+        builder = _Builder(source)
+        data = builder.build(node, ())
+        docs.append(Located(data, builder.where))
+    return docs
+
+
+class _Builder:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.where: dict[Path, tuple[str, int]] = {}
+        self.count = 0
+        self.constructor = _Loader("")
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        self.count += 1
+        if self.count > _MAX_NODES:
+            raise SpecError([FieldError(path, "document too large (aliases expand too far)", file=self.source)])
+        self.where.setdefault(path, (self.source, node.start_mark.line + 1))
+        if isinstance(node, yaml.MappingNode):
+            self.constructor.flatten_mapping(node)  # resolves `<<` merge keys as safe_load does
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = self._key(key_node, path)
+                if key in result:
+                    raise SpecError(
+                        [FieldError((*path, key), "is given twice", file=self.source, line=key_node.start_mark.line + 1)]
+                    )
+                result[key] = self.build(value_node, (*path, key))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self._scalar(node, path)
+
+    def _key(self, node: yaml.Node, path: Path) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise SpecError([FieldError(path, "keys must be plain text", file=self.source, line=node.start_mark.line + 1)])
+        value = self._scalar(node, path)
+        return value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+
+    def _scalar(self, node: yaml.Node, path: Path) -> Any:
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise SpecError([FieldError(path, f"cannot read value: {exc}", file=self.source,
+                                        line=node.start_mark.line + 1)]) from None
+
+
+def parse_scalar(text: str) -> Any:
+    """A `--set` value: YAML, so `4` is a number, `[a, b]` a list, `true` a boolean, anything else text."""
+    try:
+        docs = parse_yaml(text, "--set")
+    except SpecError:
+        return text
+    return docs[0].data if docs else None
