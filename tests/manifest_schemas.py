@@ -222,7 +222,7 @@ def _crd_index() -> dict[tuple[str, str, str], dict[str, Any]]:
 
 @functools.cache
 def _validator(api_version: str, kind: str) -> Validator | None:
-    """One validator per (apiVersion, kind), built on first use and kept for the session."""
+    """One validator per (apiVersion, kind), built on first use and kept for the whole test run."""
     group, _, version = api_version.rpartition("/")
     crd_schema = _crd_index().get((group, version, kind))
     if crd_schema is not None:

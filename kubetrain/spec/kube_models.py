@@ -16,8 +16,8 @@ from typing import Any
 
 from .errors import FieldError, Path, SpecError, did_you_mean
 
-_LIST = re.compile(r"list\[(.+)\]")
-_DICT = re.compile(r"dict\(([^,]+), (.+)\)")
+_LIST = re.compile(r"[lL]ist\[(.+)\]")
+_DICT = re.compile(r"[dD]ict[\(\[]([^,]+), (.+)[\)\]]")
 
 
 @functools.cache

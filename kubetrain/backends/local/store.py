@@ -36,8 +36,6 @@ import enum
 import json
 import os
 import re
-import secrets
-import shutil
 import sqlite3
 import threading
 import time
@@ -195,8 +193,14 @@ def _id_base(name: str) -> str:
 
 
 def _new_job_id(name: str) -> str:
-    suffix = "".join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_SUFFIX_LEN))
-    return f"{_id_base(name)}-{suffix}"
+    # os.urandom rather than the secrets module: that one pulls in hashlib and random, a few
+    # milliseconds on every CLI start. Bytes past the last multiple of the alphabet size are
+    # skipped so each character stays uniformly likely.
+    usable = 256 - 256 % len(_ID_ALPHABET)
+    chars: list[str] = []
+    while len(chars) < _ID_SUFFIX_LEN:
+        chars += [_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in os.urandom(8) if b < usable]
+    return f"{_id_base(name)}-{''.join(chars[:_ID_SUFFIX_LEN])}"
 
 
 def _check_role(role: str) -> None:
@@ -340,16 +344,19 @@ class JobStore:
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=False,  # guarded by self._lock
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._enable_wal(conn)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._enable_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
         return conn
 
-    @staticmethod
-    def _enable_wal(conn: sqlite3.Connection) -> None:
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching the journal mode needs a moment of exclusive access; when several
         # processes open a fresh store at once, one of them can see "locked" briefly.
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
@@ -363,23 +370,22 @@ class JobStore:
                 continue
             if str(mode).lower() != "wal":
                 raise StoreError(
-                    f"cannot put {conn} in WAL mode (got {mode!r}); is it on a network filesystem?"
+                    f"cannot put {self.db_path} in WAL mode (got {mode!r}); is it on a network filesystem?"
                 )
             return
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.db_path} has schema version {version}, newer than this kubetrain understands "
-                f"({SCHEMA_VERSION}); upgrade kubetrain"
-            )
         conn.execute("BEGIN IMMEDIATE")
         try:
-            # Another process may have migrated while we waited for the lock.
+            # Read again under the write lock: another process may have migrated meanwhile.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.db_path} has schema version {version}, newer than this kubetrain "
+                    f"understands ({SCHEMA_VERSION}); upgrade kubetrain"
+                )
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[target]:
                     conn.execute(statement)
@@ -404,8 +410,11 @@ class JobStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
+            if self._conn is not None:
+                if self._pid == os.getpid():
+                    self._conn.close()
+                else:
+                    _INHERITED.append(self._conn)
             self._conn = None
 
     def __enter__(self) -> Self:
@@ -627,6 +636,8 @@ class JobStore:
                 conn.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
             if conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,)).rowcount == 0:
                 raise JobNotFoundError(f"no job {job_id!r}")
+        import shutil  # only delete needs it; keep it off the start-up path of every command
+
         shutil.rmtree(self.log_dir(job_id), ignore_errors=True)
 
     # --- replicas -------------------------------------------------------------------------------

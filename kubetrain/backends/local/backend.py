@@ -1,0 +1,220 @@
+"""The local backend: a TrainJob's replicas as processes on this machine, managed through the job store.
+
+Every command works across invocations: the store (SQLite) holds the jobs, a supervisor process (or the
+attached `kubetrain run` itself) owns the replicas, and `cancel`/`suspend` reach it through a request row
+plus a SIGTERM that wakes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
+from .output import OutputSink
+from .processes import kill_recorded
+from .store import JobStore, RequestKind
+
+if TYPE_CHECKING:
+    from ...plan import Plan
+    from ...spec import TrainJob
+
+
+class LocalError(Exception):
+    """A request the local backend cannot carry out, with a message for the user."""
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the OS reports free right now (bound together so they differ). Like torchrun, there is a
+    window before the replicas bind them; a clash shows as a rendezvous error and the retry policy applies."""
+    with ExitStack() as stack:
+        sockets = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+
+
+def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
+    from ...frameworks import local_topology
+    from ...plan import plan, replica_counts
+
+    counts = replica_counts(job.spec)
+    topology = local_topology(counts, free_ports(sum(counts.values())))
+    return plan(job, topology, name=job_id, files_dir=str(files_dir), launcher_procs=True)
+
+
+def working_dir(job: TrainJob, base_dir: Path) -> str:
+    """Locally, relative paths in `run` resolve against workingDir (itself relative to the job file's
+    folder), else against the job file's folder — so a job runs the same from any current directory."""
+    wd = job.spec.working_dir
+    return str((base_dir / wd).resolve() if wd else base_dir.resolve())
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, store: JobStore | None = None) -> None:
+        self.store = store or JobStore()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- submit ---------------------------------------------------------------------------------------
+
+    def create(self, job: TrainJob, base_dir: Path) -> tuple[str, Plan]:
+        """Record the job and its launch plan; start nothing."""
+        preview = local_plan(job, job.name, Path("/nonexistent"))
+        replicas = [(r.role, r.index) for r in preview.replicas if r.processes]
+        job_id = self.store.create_job(
+            job.name, self.name, json.dumps(job.to_dict()), None, replicas,
+            backoff_limit=job.spec.run_policy.backoff_limit or 0,
+        )
+        the_plan = local_plan(job, job_id, self.store.log_dir(job_id) / "files")
+        data = the_plan.to_dict()
+        data["cwd"] = working_dir(job, base_dir)
+        self.store.set_plan_json(job_id, json.dumps(data))
+        if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
+            self.store.set_job_phase(job_id, JobPhase.SUSPENDED, reason="Paused", message="runMode Pause",
+                                     condition=Condition("Suspended", ConditionStatus.TRUE, "Paused",
+                                                         "created paused: kubetrain resume", time.time()))
+        return job_id, the_plan
+
+    def run_attached(self, job_id: str, sink: OutputSink | None, on_event: object = None) -> JobPhase:
+        from .supervisor import Supervisor
+
+        return Supervisor(self.store, job_id, sink=sink, on_event=on_event).run()  # type: ignore[arg-type]
+
+    def start_detached(self, job_id: str) -> int:
+        """A supervisor in its own session, outliving this command; its own output goes to a file."""
+        log = self.store.log_dir(job_id) / "supervisor.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["KUBETRAIN_HOME"] = str(self.store.root)
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, env=env,
+            )
+        return proc.pid
+
+    # -- queries --------------------------------------------------------------------------------------
+
+    def resolve(self, prefix: str) -> str:
+        return self.store.resolve_id(prefix)
+
+    def status(self, job_id: str) -> JobStatus:
+        status = self.store.get_status(job_id)
+        if not status.phase.is_terminal and self._supervisor_lost(job_id, status):
+            status = self.store.get_status(job_id)
+        return status
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        jobs = self.store.list_jobs(limit=limit)
+        return [self.status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
+
+    def _supervisor_lost(self, job_id: str, status: JobStatus) -> bool:
+        """A Running job whose supervisor died (SIGKILL, OOM, reboot): its replicas died with it (or are
+        killed now); record it as Failed with the reason, rather than Running forever."""
+        if status.phase is not JobPhase.RUNNING or self.store.supervisor_alive(job_id):
+            return False
+        for record in self.store.replica_records(job_id):
+            if record.pid and record.pid_start_time:
+                kill_recorded(record.pid, record.pid_start_time, signal.SIGKILL)
+            if record.phase in (ReplicaPhase.RUNNING, ReplicaPhase.PENDING):
+                self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.UNKNOWN)
+        message = "the supervisor process died; its replicas were stopped"
+        return self.store.set_job_phase(
+            job_id, JobPhase.FAILED, reason="SupervisorLost", message=message,
+            condition=Condition("Failed", ConditionStatus.TRUE, "SupervisorLost", message, time.time()),
+            expect=JobPhase.RUNNING,
+        )
+
+    def log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:
+        """Replica key → log file, in plan order (several per replica with procsPerReplica > 1)."""
+        plan_json = self.store.get_plan_json(job_id)
+        plan = json.loads(plan_json) if plan_json else {"replicas": []}
+        out: dict[str, Path] = {}
+        for replica in plan["replicas"]:
+            if (role is not None and replica["role"] != role) or (index is not None and replica["index"] != index):
+                continue
+            path = self.store.log_path(job_id, replica["role"], replica["index"])
+            procs = replica["processes"]
+            for proc in procs:
+                out[proc["key"]] = path.with_name(f"{proc['key']}.log") if len(procs) > 1 else path
+        return out
+
+    # -- control --------------------------------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> JobStatus:
+        return self._request(job_id, RequestKind.CANCEL)
+
+    def suspend(self, job_id: str) -> JobStatus:
+        return self._request(job_id, RequestKind.SUSPEND)
+
+    def _request(self, job_id: str, kind: RequestKind) -> JobStatus:
+        status = self.status(job_id)
+        if status.phase.is_terminal:
+            raise LocalError(f"job {job_id} has already ended ({status.phase.value})")
+        if status.phase is JobPhase.SUSPENDED:
+            if kind is RequestKind.SUSPEND:
+                return status
+            self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
+            return self.status(job_id)
+        self.store.add_request(job_id, kind)
+        pid = self.store.live_supervisor_pid(job_id)
+        if pid is None:  # created, supervisor not started yet (or gone): the request waits in the store
+            if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
+                self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
+            return self.status(job_id)
+        os.kill(pid, signal.SIGTERM)
+        return self.wait(job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED)
+
+    def resume(self, job_id: str, *, detach: bool = True) -> str:
+        status = self.status(job_id)
+        if status.phase is not JobPhase.SUSPENDED:
+            raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
+        from ...spec import from_dict
+
+        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
+        old = json.loads(self.store.get_plan_json(job_id) or "{}")
+        job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
+        fresh = local_plan(job, job_id, self.store.log_dir(job_id) / "files").to_dict()
+        fresh["cwd"] = old.get("cwd")  # new ports: the old ones may be taken by now
+        self.store.set_plan_json(job_id, json.dumps(fresh))
+        self.store.set_job_phase(job_id, JobPhase.PENDING, reason="Resumed", message="resumed by request",
+                                 condition=Condition("Suspended", ConditionStatus.FALSE, "Resumed",
+                                                     "resumed by request", time.time()))
+        if detach:
+            self.start_detached(job_id)
+        return job_id
+
+    def delete(self, job_id: str) -> None:
+        status = self.status(job_id)
+        if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
+            self.cancel(job_id)
+        self.store.delete_job(job_id)
+
+    def wait(self, job_id: str, until: object, timeout: float = 60.0) -> JobStatus:
+        """Poll the store until `until(status)`; for CLI commands that wait on another process."""
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while True:
+            status = self.status(job_id)
+            if until(status) or time.monotonic() > deadline:  # type: ignore[operator]
+                return status
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    def _finish(self, job_id: str, phase: JobPhase, reason: str, message: str) -> None:
+        self.store.set_job_phase(job_id, phase, reason=reason, message=message,
+                                 condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()))

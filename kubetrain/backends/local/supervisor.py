@@ -1,0 +1,270 @@
+"""The supervisor of one local job: gang start, restart policy, deadline, cancel/suspend, final status.
+
+It works from the job's stored launch plan (JSON) and imports neither the spec layer nor any framework,
+so a detached supervisor starts in a few milliseconds of Python. Run detached as
+`python -m kubetrain.backends.local.supervisor JOB_ID`, or in-process by `kubetrain run` (attached).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...restart_policy import RestartRules
+from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
+from .output import OutputSink, iter_log
+from .processes import ExitEvent, LaunchSpec, ProcessGroup
+from .store import JobStore, RequestKind
+
+DEFAULT_GRACE = 5.0
+"""Seconds between SIGTERM and SIGKILL when stopping replicas (Kubernetes' default is 30)."""
+FAILURE_LINES = 10
+
+HOLD_ARGV = ("sleep", "infinity")
+"""What a replica runs in runMode Debug instead of the program: `kubetrain attach` runs it by hand."""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        store: JobStore,
+        job_id: str,
+        *,
+        sink: OutputSink | None = None,
+        grace: float = DEFAULT_GRACE,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.sink = sink
+        self.grace = grace
+        self.on_event = on_event or (lambda text: None)
+        plan_json = store.get_plan_json(job_id)
+        if plan_json is None:
+            raise RuntimeError(f"job {job_id} has no launch plan")
+        self.plan: dict[str, Any] = json.loads(plan_json)
+        self.rules = RestartRules.from_dict(self.plan.get("restart", {}))
+        self.deadline_s: int | None = self.plan.get("activeDeadlineSeconds")
+        self.debug = self.plan.get("runMode") == "Debug"
+        self._interrupts = 0
+        self._group: ProcessGroup | None = None
+
+    # -- launch specs ---------------------------------------------------------------------------------
+
+    def _specs(self) -> list[LaunchSpec]:
+        base_env = dict(os.environ)
+        python = os.environ.get("KUBETRAIN_PYTHON") or sys.executable
+        files_dir = Path(self.plan["filesDir"])
+        if self.plan.get("files"):
+            files_dir.mkdir(parents=True, exist_ok=True)
+            for name, content in self.plan["files"].items():
+                (files_dir / name).write_text(content)
+        cwd = self.plan.get("cwd")
+        specs = []
+        for replica in self.plan["replicas"]:
+            log = self.store.log_path(self.job_id, replica["role"], replica["index"])
+            many = len(replica["processes"]) > 1
+            for proc in replica["processes"]:
+                argv = list(proc["argv"])
+                if argv and argv[0] == "python":
+                    # Like torchrun: the replicas use the interpreter kubetrain runs on (its venv),
+                    # not whichever `python` comes first on PATH.
+                    argv[0] = python
+                if self.debug:
+                    argv = list(HOLD_ARGV)
+                path = log.with_name(f"{proc['key']}.log") if many else log
+                specs.append(LaunchSpec(proc["key"], argv, {**base_env, **proc["env"]},
+                                        replica.get("cwd") or cwd, path))
+        return specs
+
+    def _replica_of(self, key: str) -> tuple[str, int]:
+        for replica in self.plan["replicas"]:
+            if any(p["key"] == key for p in replica["processes"]):
+                return replica["role"], int(replica["index"])
+        raise KeyError(key)
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def run(self) -> JobPhase:
+        """Run the job to a terminal phase (or Suspended). Returns the phase recorded."""
+        store, job_id = self.store, self.job_id
+        store.set_supervisor(job_id, os.getpid())
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        specs = self._specs()
+        started_at = time.time()
+        try:
+            with ProcessGroup(specs, sink=self.sink) as group:
+                self._group = group
+                return self._attempts(group, started_at)
+        finally:
+            self._group = None
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            store.set_supervisor(job_id, None)
+
+    def _attempts(self, group: ProcessGroup, started_at: float) -> JobPhase:
+        store, job_id = self.store, self.job_id
+        while True:
+            self._start(group)
+            outcome = self._watch(group, started_at)
+            if outcome is not None:
+                return outcome
+            store.record_restart(job_id)
+
+    def _start(self, group: ProcessGroup) -> None:
+        store, job_id = self.store, self.job_id
+        started = group.start()
+        now = time.time()
+        for key, (pid, _start) in started.items():
+            role, index = self._replica_of(key)
+            if key.endswith(".0") or "." not in key:
+                store.update_replica(job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid, started_at=now,
+                                     reason="DebugHold" if self.debug else None)
+        reason = "DebugHold" if self.debug else "Started"
+        message = "replicas hold their program: kubetrain attach" if self.debug else f"{len(started)} processes"
+        store.set_job_phase(job_id, JobPhase.RUNNING, reason=reason, message=message,
+                            condition=Condition("Running", ConditionStatus.TRUE, reason, message, now))
+
+    def _watch(self, group: ProcessGroup, started_at: float) -> JobPhase | None:
+        """Until the attempt ends. None: restart the group; else the final phase."""
+        exited_ok: set[str] = set()
+        total = len(self.plan_keys())
+        while True:
+            timeout = None
+            if self.deadline_s is not None:
+                timeout = max(0.0, started_at + self.deadline_s - time.time())
+            events = group.wait_exit(timeout)
+            request = self._pending_request()
+            if request is not None:
+                return self._stop_for(group, request)
+            if not events and timeout is not None and time.time() >= started_at + (self.deadline_s or 0):
+                return self._deadline(group)
+            for event in events:
+                self._record_exit(event)
+            failed = [e for e in events if e.returncode != 0]
+            exited_ok |= {e.key for e in events if e.returncode == 0}
+            if failed:
+                return self._failure(group, failed[0])
+            if len(exited_ok) >= total:
+                self._finish(JobPhase.SUCCEEDED, "Completed", "all replicas exited 0")
+                return JobPhase.SUCCEEDED
+
+    def plan_keys(self) -> list[str]:
+        return [p["key"] for r in self.plan["replicas"] for p in r["processes"]]
+
+    def _record_exit(self, event: ExitEvent) -> None:
+        role, index = self._replica_of(event.key)
+        code = event.returncode
+        self.store.update_replica(
+            self.job_id, role, index,
+            phase=ReplicaPhase.SUCCEEDED if code == 0 else ReplicaPhase.FAILED,
+            exit_code=code if code >= 0 else None,
+            signal=-code if code < 0 else None,
+            finished_at=event.time,
+        )
+
+    def _failure(self, group: ProcessGroup, first: ExitEvent) -> JobPhase | None:
+        store, job_id = self.store, self.job_id
+        role, index = self._replica_of(first.key)
+        status = store.get_status(job_id)
+        restarts = status.backoff_count
+        limit = self.rules.backoff_limit
+        retry = self.rules.retryable_exit(first.returncode) and restarts < limit
+        if retry:
+            action = f"restarted {restarts + 1}/{limit}"
+        elif self.rules.retryable_exit(first.returncode):
+            action = f"gave up after {restarts} restart{'s' if restarts != 1 else ''} (backoffLimit {limit})"
+        else:
+            action = self.rules.why_not(first.returncode)
+        failure = FailureSummary(
+            role=role, index=index,
+            exit_code=first.returncode if first.returncode >= 0 else None,
+            signal=-first.returncode if first.returncode < 0 else None,
+            last_lines=self._last_lines(first.key),
+            policy_action=action,
+        )
+        store.set_first_failure(job_id, failure)
+        self._stop_all(group)
+        if retry:
+            self.on_event(f"{failure.headline()}")
+            store.add_condition(job_id, Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed",
+                                                  failure.headline(), time.time()))
+            for replica in self.plan["replicas"]:
+                if replica["processes"]:
+                    store.record_replica_restart(job_id, replica["role"], int(replica["index"]))
+            return None
+        self._finish(JobPhase.FAILED, "ReplicaFailed", failure.headline())
+        return JobPhase.FAILED
+
+    def _last_lines(self, key: str) -> list[str]:
+        role, index = self._replica_of(key)
+        path = self.store.log_path(self.job_id, role, index)
+        if "." in key:
+            path = path.with_name(f"{key}.log")
+        return [rec.text for rec in iter_log(path, tail=FAILURE_LINES)]
+
+    def _stop_all(self, group: ProcessGroup) -> None:
+        for event in group.terminate(self.grace):
+            self._record_exit(event)
+
+    def _deadline(self, group: ProcessGroup) -> JobPhase:
+        self._stop_all(group)
+        message = f"activeDeadlineSeconds {self.deadline_s} exceeded"
+        self.store.add_condition(self.job_id, Condition("DeadlineExceeded", ConditionStatus.TRUE,
+                                                        "DeadlineExceeded", message, time.time()))
+        self._finish(JobPhase.FAILED, "DeadlineExceeded", message)
+        return JobPhase.FAILED
+
+    def _stop_for(self, group: ProcessGroup, request: RequestKind) -> JobPhase:
+        self._stop_all(group)
+        if request is RequestKind.SUSPEND:
+            self._finish(JobPhase.SUSPENDED, "Suspended", "suspended by request")
+            return JobPhase.SUSPENDED
+        self._finish(JobPhase.CANCELLED, "Cancelled", "cancelled by request")
+        return JobPhase.CANCELLED
+
+    def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
+        self.store.set_job_phase(self.job_id, phase, reason=reason, message=message,
+                                 condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()))
+
+    # -- requests and signals ---------------------------------------------------------------------------
+
+    def _pending_request(self) -> RequestKind | None:
+        if self._interrupts:
+            return RequestKind.CANCEL
+        for request in self.store.pending_requests(self.job_id):
+            self.store.mark_request_handled(request.id)
+            if request.kind in (RequestKind.CANCEL, RequestKind.SUSPEND):
+                return request.kind
+        return None
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        # SIGTERM from `kubetrain cancel`/`suspend` only wakes the loop: the request itself is in the store.
+        # SIGINT (Ctrl-C on an attached run) cancels; a second Ctrl-C stops waiting for the grace period.
+        if signum == signal.SIGINT:
+            self._interrupts += 1
+            if self._interrupts > 1:
+                self.grace = 0.0
+        if self._group is not None:
+            self._group.wake()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of a detached supervisor."""
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m kubetrain.backends.local.supervisor JOB_ID", file=sys.stderr)
+        return 2
+    with JobStore() as store:
+        phase = Supervisor(store, args[0]).run()
+    return 0 if phase in (JobPhase.SUCCEEDED, JobPhase.SUSPENDED) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The `kubetrain` command line: thin verbs over the library, in kubectl's habits."""

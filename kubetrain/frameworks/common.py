@@ -1,0 +1,108 @@
+"""What every framework shares: the wiring types, the program's argv, and the common env contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..spec import JobSpec, ReplicaSettings, Run
+from .topology import Topology
+from .values import Idx, Value
+
+PYTHON = "python"
+"""Interpreter named in argv: the replica's own `python` (its image's, or the active environment's)."""
+
+
+@dataclass(frozen=True)
+class ProcessWiring:
+    """One process kubetrain starts in each replica of a role."""
+
+    argv: tuple[str, ...]
+    env: dict[str, Value] = field(default_factory=dict)
+    local_rank: int = 0
+
+
+@dataclass(frozen=True)
+class RoleWiring:
+    """Env and processes for every replica of one role; values may depend on the replica's index."""
+
+    role: str
+    replicas: int
+    env: dict[str, Value]
+    processes: tuple[ProcessWiring, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    """Files the replicas need (name → content), e.g. an MPI hostfile; their paths are in env."""
+    port: int | None = None
+    """The port this role's replicas listen on, when the framework uses one."""
+
+
+@dataclass(frozen=True)
+class WireContext:
+    """Everything a framework needs to wire one role."""
+
+    job_name: str
+    spec: JobSpec
+    role: str
+    settings: ReplicaSettings
+    topology: Topology
+    procs: int
+    """Processes per replica of this role, `auto` already resolved."""
+    launcher_procs: bool
+    """True: kubetrain starts each process itself (locally). False: one launcher per replica starts
+    them (torchrun on Kubernetes, where kubetrain is not in the image)."""
+    files_dir: str
+    """Where files named in `RoleWiring.files` are found at run time."""
+
+    @property
+    def roles(self) -> dict[str, int]:
+        return dict(self.topology.roles)
+
+    def role_offset(self, role: str | None = None) -> int:
+        """Replicas of the roles numbered before `role` (global node rank of its first replica)."""
+        role = role or self.role
+        offset = 0
+        for name, n in self.topology.roles.items():
+            if name == role:
+                return offset
+            offset += n
+        raise KeyError(role)
+
+
+def program_argv(run: Run, *, local_rank_arg: str | None = None) -> list[str]:
+    """The user's program as an argv list; never a shell string (customCommand strings are the user's own)."""
+    extra = [local_rank_arg] if local_rank_arg else []
+    if run.python is not None:
+        return [PYTHON, *run.other_args, *run.python, *extra]
+    if run.module is not None:
+        return [PYTHON, *run.other_args, "-m", *run.module, *extra]
+    if run.exec is not None:
+        return [*run.exec, *run.other_args, *extra]
+    assert run.custom_command is not None
+    if isinstance(run.custom_command, str):
+        return ["/bin/sh", "-c", run.custom_command]
+    return list(run.custom_command)
+
+
+def common_env(ctx: WireContext) -> dict[str, Value]:
+    """The variables every replica of every framework gets (DESIGN.md's env contract)."""
+    return {
+        "KUBETRAIN_JOB": ctx.job_name,
+        "KUBETRAIN_FRAMEWORK": ctx.spec.framework.value,
+        "KUBETRAIN_ROLE": ctx.role,
+        "KUBETRAIN_REPLICA_INDEX": (Idx(),),
+        "KUBETRAIN_NUM_REPLICAS": str(ctx.topology.roles[ctx.role]),
+        "KUBETRAIN_CLUSTER": ctx.topology.cluster_json(),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def run_of(ctx: WireContext) -> Run:
+    run = ctx.settings.run
+    if run is None:  # the spec layer refuses a role with nothing to run
+        raise ValueError(f"role {ctx.role} has nothing to run")
+    return run
+
+
+def single(ctx: WireContext, env: dict[str, Value], argv: list[str], port: int | None = None) -> RoleWiring:
+    """A role whose replicas each run one process."""
+    return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], {**common_env(ctx), **env},
+                      (ProcessWiring(tuple(argv)),), port=port)

@@ -1,0 +1,9 @@
+"""generic: the common variables only; every replica runs the program as given."""
+
+from __future__ import annotations
+
+from .common import RoleWiring, WireContext, program_argv, run_of, single
+
+
+def wire(ctx: WireContext) -> RoleWiring:
+    return single(ctx, {}, program_argv(run_of(ctx)))

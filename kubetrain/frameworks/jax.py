@@ -1,0 +1,24 @@
+"""jax: the coordinator (worker 0), the process count and this process's id, as jax.distributed reads them."""
+
+from __future__ import annotations
+
+from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from .values import Idx
+
+DEFAULT_PORT = 1234
+
+
+def wire(ctx: WireContext) -> RoleWiring:
+    first = next(iter(ctx.topology.roles))
+    coordinator = ctx.topology.address(first, 0)
+    total = sum(ctx.topology.roles.values()) * ctx.procs
+    offset = ctx.role_offset() * ctx.procs
+    base = {**common_env(ctx), "JAX_COORDINATOR_ADDRESS": coordinator, "JAX_NUM_PROCESSES": str(total)}
+    argv = tuple(program_argv(run_of(ctx)))
+    processes = tuple(
+        ProcessWiring(argv, {"JAX_PROCESS_ID": (Idx(ctx.procs, offset + local),), "JAX_LOCAL_PROCESS_ID": str(local)},
+                      local_rank=local)
+        for local in range(ctx.procs)
+    )
+    return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], base, processes,
+                      port=ctx.topology.port(first, 0))

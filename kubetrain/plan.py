@@ -1,0 +1,223 @@
+"""TrainJob → Plan: every replica with its role, index, processes (argv, env) and settings. Pure.
+
+The same wiring feeds both backends: the local backend starts `Plan.replicas` as processes; the
+Kubernetes render uses `Plan.roles` (env values still symbolic in the index) so a manifest serves
+every replica of a role.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, WireContext, local_topology, resolve
+from .restart_policy import RestartRules
+from .spec import JobSpec, ReplicaSettings, TrainJob
+from .spec.frameworks import Framework
+
+FILES_DIR_PLACEHOLDER = "/etc/kubetrain"
+"""Where replicas find the job's files (hostfiles) when the backend does not say otherwise."""
+
+
+@dataclass(frozen=True)
+class ProcessPlan:
+    """One process to start: what the local backend runs, and what a pod's container runs."""
+
+    key: str
+    """Stable name shown as the output prefix: `worker-1`, or `worker-1.0` with several processes."""
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    local_rank: int = 0
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    role: str
+    index: int
+    host: str
+    processes: tuple[ProcessPlan, ...]
+    settings: ReplicaSettings
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}-{self.index}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    job: TrainJob
+    name: str
+    """The job's name (`metadata.name`, or a name generated from `namePrefix` by the backend)."""
+    topology: Topology
+    roles: tuple[RoleWiring, ...]
+    replicas: tuple[ReplicaPlan, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    files_dir: str = FILES_DIR_PLACEHOLDER
+    restart: RestartRules = field(default_factory=RestartRules)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def processes(self) -> list[ProcessPlan]:
+        return [p for r in self.replicas for p in r.processes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able view for `kubetrain run --dry-run -o json` and the job store."""
+        return {
+            "name": self.name,
+            "framework": self.job.spec.framework.value,
+            "files": self.files,
+            "filesDir": self.files_dir,
+            "restart": self.restart.to_dict(),
+            "activeDeadlineSeconds": self.job.spec.run_policy.active_deadline_seconds,
+            "runMode": self.job.spec.run_mode,
+            "replicas": [
+                {
+                    "role": r.role,
+                    "index": r.index,
+                    "host": r.host,
+                    "processes": [{"key": p.key, "argv": list(p.argv), "env": p.env} for p in r.processes],
+                }
+                for r in self.replicas
+            ],
+            "warnings": list(self.warnings),
+        }
+
+
+def procs_per_replica(settings: ReplicaSettings) -> int:
+    """`auto`: one process per whole GPU the replica asks for, else one."""
+    procs = settings.procs_per_replica
+    if procs is None:
+        return 1
+    if procs == "auto":
+        gpus = settings.resources.gpu if settings.resources is not None else None
+        return int(gpus) if gpus and gpus >= 1 else 1
+    return int(procs)
+
+
+def replica_counts(spec: JobSpec) -> dict[str, int]:
+    """Replicas per role as planned: an MPI job always gets its launcher replica."""
+    counts = spec.role_replicas()
+    if spec.framework is Framework.MPI and "launcher" not in counts:
+        counts = {"launcher": 1, **counts}
+    return counts
+
+
+def default_topology(job: TrainJob, base_port: int = 29500) -> Topology:
+    """127.0.0.1 with consecutive ports from `base_port`: deterministic, for previews. The local backend
+    passes free ports instead."""
+    counts = replica_counts(job.spec)
+    return local_topology(counts, list(range(base_port, base_port + sum(counts.values()))))
+
+
+def plan(
+    job: TrainJob,
+    topology: Topology | None = None,
+    *,
+    name: str | None = None,
+    files_dir: str = FILES_DIR_PLACEHOLDER,
+    launcher_procs: bool = True,
+) -> Plan:
+    """Wire every role of `job` over `topology` and expand it to concrete replicas.
+
+    `launcher_procs`: kubetrain starts each of a replica's processes itself (local: no launcher importing
+    torch); False leaves that to a launcher inside the replica (torchrun), as on Kubernetes.
+    """
+    spec = job.spec
+    job_name = name or job.name
+    topology = topology or default_topology(job)
+    wirings: list[RoleWiring] = []
+    replicas: list[ReplicaPlan] = []
+    files: dict[str, str] = {}
+    warnings: list[str] = []
+    for role in topology.roles:
+        settings = _settings_for(spec, role)
+        ctx = WireContext(job_name, spec, role, settings, topology, procs_per_replica(settings), launcher_procs,
+                          files_dir)
+        wiring = WIRE[spec.framework](ctx)
+        wirings.append(wiring)
+        files.update(wiring.files)
+        user_env, notes = user_environment(settings, role)
+        warnings += notes
+        for index in range(wiring.replicas):
+            replicas.append(_replica(role, index, wiring, topology, settings, user_env, job_name))
+    policy = spec.run_policy
+    codes = spec.exit_codes
+    rules = RestartRules(
+        spec.restart_policy,
+        policy.backoff_limit or 0,
+        frozenset(codes.retryable) if codes else frozenset(),
+        frozenset(codes.permanent) if codes else frozenset(),
+    )
+    return Plan(job, job_name, topology, tuple(wirings), tuple(replicas), files, files_dir, rules,
+                tuple(dict.fromkeys(warnings)))
+
+
+def _settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
+    if spec.roles is not None and role not in spec.roles:
+        return spec.role_settings(next(iter(spec.roles)))  # an implied role (MPI's launcher) runs like the job
+    return spec.role_settings(role)
+
+
+def _replica(
+    role: str,
+    index: int,
+    wiring: RoleWiring,
+    topology: Topology,
+    settings: ReplicaSettings,
+    user_env: list[tuple[str, str]],
+    job_name: str,
+) -> ReplicaPlan:
+    host = topology.host(role, index)
+    base = {k: resolve(v, index, topology) for k, v in wiring.env.items()}
+    processes = []
+    many = len(wiring.processes) > 1
+    for proc in wiring.processes:
+        env = {**base, **{k: resolve(v, index, topology) for k, v in proc.env.items()}}
+        pod_fields = {"metadata.name": f"{job_name}-{role}-{index}", "status.podIP": host, "status.hostIP": host}
+        env.update(expand_user_env(user_env, env, pod_fields))
+        key = f"{role}-{index}.{proc.local_rank}" if many else f"{role}-{index}"
+        processes.append(ProcessPlan(key, proc.argv, env, proc.local_rank))
+    return ReplicaPlan(role, index, host, tuple(processes), settings)
+
+
+_FIELD = "\0field:"
+
+
+def user_environment(settings: ReplicaSettings, role: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The user's env as (name, raw value) in order; `valueFrom` field refs kept as markers. What cannot
+    exist outside a pod (Secrets, ConfigMaps) is left out, with a warning naming it — never its value."""
+    out: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    for var in settings.env or []:
+        if var.value_from is None:
+            out.append((var.name, var.value or ""))
+        elif var.value_from.field_ref is not None:
+            out.append((var.name, _FIELD + var.value_from.field_ref.field_path))
+        else:
+            warnings.append(f"env {var.name} (role {role}) comes from a Secret/ConfigMap/resource: not set locally")
+    if settings.env_from:
+        warnings.append(f"envFrom (role {role}) reads ConfigMaps/Secrets: not set locally")
+    return out, warnings
+
+
+_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def expand_user_env(
+    user_env: list[tuple[str, str]], base: dict[str, str], pod_fields: dict[str, str]
+) -> dict[str, str]:
+    """Kubernetes' `$(VAR)` expansion of env values (earlier variables only; `$$` escapes), so an env
+    list behaves locally as it does in a pod."""
+    env = dict(base)
+    out: dict[str, str] = {}
+    for name, raw in user_env:
+        if raw.startswith(_FIELD):
+            value = pod_fields.get(raw[len(_FIELD):], "")
+        else:
+            value = _REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), raw)
+        env[name] = out[name] = value
+    return out
+
+
+__all__ = ["DEFAULT_PORTS", "Plan", "ProcessPlan", "ReplicaPlan", "RestartRules", "default_topology", "plan"]
