@@ -45,7 +45,27 @@ _EXPORTS = {
     "JobPhase": "status",
 }
 
-__all__ = [*sorted(_EXPORTS), "load", "render", "run"]
+__all__ = [
+    "DistributedConfig",
+    "JobPhase",
+    "JobSpec",
+    "JobStatus",
+    "Metadata",
+    "Plan",
+    "Resources",
+    "RoleSpec",
+    "Run",
+    "RunPolicy",
+    "SpecError",
+    "TrainJob",
+    "from_dict",
+    "load",
+    "load_file",
+    "load_text",
+    "plan",
+    "render",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:

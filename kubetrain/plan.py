@@ -132,8 +132,9 @@ def plan(
     warnings: list[str] = []
     for role in topology.roles:
         settings = _settings_for(spec, role)
-        ctx = WireContext(job_name, spec, role, settings, topology, procs_per_replica(settings), launcher_procs,
-                          files_dir)
+        ctx = WireContext(
+            job_name, spec, role, settings, topology, procs_per_replica(settings), launcher_procs, files_dir
+        )
         wiring = WIRE[spec.framework](ctx)
         wirings.append(wiring)
         files.update(wiring.files)
@@ -149,8 +150,17 @@ def plan(
         frozenset(codes.retryable) if codes else frozenset(),
         frozenset(codes.permanent) if codes else frozenset(),
     )
-    return Plan(job, job_name, topology, tuple(wirings), tuple(replicas), files, files_dir, rules,
-                tuple(dict.fromkeys(warnings)))
+    return Plan(
+        job,
+        job_name,
+        topology,
+        tuple(wirings),
+        tuple(replicas),
+        files,
+        files_dir,
+        rules,
+        tuple(dict.fromkeys(warnings)),
+    )
 
 
 def _settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
@@ -213,7 +223,7 @@ def expand_user_env(
     out: dict[str, str] = {}
     for name, raw in user_env:
         if raw.startswith(_FIELD):
-            value = pod_fields.get(raw[len(_FIELD):], "")
+            value = pod_fields.get(raw[len(_FIELD) :], "")
         else:
             value = _REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), raw)
         env[name] = out[name] = value

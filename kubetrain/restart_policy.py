@@ -39,10 +39,18 @@ class RestartRules:
         return f"not retried: restartPolicy {self.policy}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "backoffLimit": self.backoff_limit,
-                "retryable": sorted(self.retryable), "permanent": sorted(self.permanent)}
+        return {
+            "policy": self.policy,
+            "backoffLimit": self.backoff_limit,
+            "retryable": sorted(self.retryable),
+            "permanent": sorted(self.permanent),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RestartRules:
-        return cls(data.get("policy", "Never"), int(data.get("backoffLimit", 0)),
-                   frozenset(data.get("retryable", ())), frozenset(data.get("permanent", ())))
+        return cls(
+            data.get("policy", "Never"),
+            int(data.get("backoffLimit", 0)),
+            frozenset(data.get("retryable", ())),
+            frozenset(data.get("permanent", ())),
+        )

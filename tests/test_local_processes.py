@@ -269,6 +269,16 @@ def test_a_replica_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     assert not alive(pid)
 
 
+def test_hurry_cuts_the_grace_short(tmp_path: Path) -> None:
+    s = spec(tmp_path, "stubborn", ["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"])
+    with ProcessGroup([s]) as group:
+        group.start()
+        pump_until(group, lambda: any(r.text == "ready" for r in iter_log(s.log_path)))
+        threading.Timer(0.2, group.hurry).start()  # a second Ctrl-C, while terminate() waits
+        rest = group.terminate(grace=600)
+        assert [(e.key, e.returncode) for e in rest] == [("stubborn", -signal.SIGKILL)]
+
+
 GRANDCHILDREN = textwrap.dedent(
     """
     import os, subprocess, sys, time
@@ -321,9 +331,12 @@ def test_a_replica_exit_takes_its_leftover_children_with_it(tmp_path: Path) -> N
 
 SUPERVISOR = textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, os, signal, sys, time
     from pathlib import Path
     from kubetrain.backends.local.processes import LaunchSpec, ProcessGroup
+
+    # Ctrl-C as in a terminal, even if this test runs where SIGINT is ignored (a background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     out = Path(sys.argv[1])
     code = sys.argv[2]
@@ -335,14 +348,14 @@ SUPERVISOR = textwrap.dedent(
         LaunchSpec("sh", ["sh", "-c", f"sleep 300 & echo $! > {tmp}/shpid; wait"], dict(os.environ),
                    None, tmp / "sh.log"),
     ]
-    group = ProcessGroup(specs)
-    started = group.start()
-    info = {"replicas": {k: list(v) for k, v in started.items()}, "watchdog": group._watchdog.pid,
-            "token": group.token}
-    (tmp / "info.tmp").write_text(json.dumps(info))
-    os.rename(tmp / "info.tmp", out)
-    while True:
-        group.wait_exit(None)
+    with ProcessGroup(specs) as group:
+        started = group.start()
+        info = {"replicas": {k: list(v) for k, v in started.items()}, "watchdog": group._watchdog.pid,
+                "token": group.token}
+        (tmp / "info.tmp").write_text(json.dumps(info))
+        os.rename(tmp / "info.tmp", out)
+        while True:
+            group.wait_exit(None)
     """
 )
 
@@ -372,6 +385,18 @@ def test_sigkill_of_the_supervisor_leaves_no_process(tmp_path: Path) -> None:
     os.kill(sup.pid, signal.SIGKILL)
     sup.wait()
     assert wait_until(lambda: not any(alive(p) for p in pids), timeout=10), [p for p in pids if alive(p)]
+    watchdog = info["watchdog"]
+    assert isinstance(watchdog, int)
+    assert wait_until(lambda: not alive(watchdog), timeout=10)
+
+
+def test_ctrl_c_of_the_supervisor_leaves_no_process(tmp_path: Path) -> None:
+    # KeyboardInterrupt out of wait_exit(); leaving the `with` block closes the group.
+    sup, info, pids = _run_supervisor(tmp_path)
+    os.kill(sup.pid, signal.SIGINT)
+    assert sup.wait(timeout=30) != 0
+    # close() returned only after every process was gone: no waiting needed.
+    assert [p for p in pids if alive(p)] == []
     watchdog = info["watchdog"]
     assert isinstance(watchdog, int)
     assert wait_until(lambda: not alive(watchdog), timeout=10)

@@ -44,9 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     # -- running ------------------------------------------------------------------------------------
-    p = verb("run", "run_cmd:run", "Run a job (from a file, or from a command after --); attached by default.",
-             formatter_class=argparse.RawDescriptionHelpFormatter,
-             epilog="""\
+    p = verb(
+        "run",
+        "run_cmd:run",
+        "Run a job (from a file, or from a command after --); attached by default.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""\
 examples:
   kubetrain run job.yaml
   kubetrain run job.yaml --set spec.replicas=4 --set spec.runPolicy.backoffLimit=2
@@ -54,10 +57,17 @@ examples:
   kubetrain run job.yaml --detach && kubetrain logs -f <ID>
 
 Output of every replica is merged with a [role-index] prefix. Ctrl-C cancels the job (a second
-Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input, 130 cancelled.""")
+Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input, 130 cancelled.""",
+    )
     p.add_argument("file", nargs="?", help="TrainJob YAML file")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
-                   help="override a field, e.g. spec.replicas=4 (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a field, e.g. spec.replicas=4 (repeatable)",
+    )
     p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
     p.add_argument("--dry-run", action="store_true", help="print the launch plan (argv, env per replica); run nothing")
     p.add_argument("--framework", help="quick form: pytorch|tensorflow|deepspeed|mpi|jax|generic")
@@ -101,8 +111,11 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
         p = verb(name, handler, text)
         p.add_argument("jobs", metavar="ID", nargs="+")
         _add_backend(p)
-    p = verb("attach", "job_cmds:attach", "Open a shell in a replica's environment (runMode Debug: run the "
-             "held program by hand).")
+    p = verb(
+        "attach",
+        "job_cmds:attach",
+        "Open a shell in a replica's environment (runMode Debug: run the held program by hand).",
+    )
     p.add_argument("job", metavar="ID")
     p.add_argument("replica", nargs="?", help="replica key such as worker-0 (default: the first)")
     p.add_argument("--print", action="store_true", help="print the environment and command instead of a shell")
@@ -118,8 +131,12 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
     p = verb("version", "spec_cmds:version", "Print the kubetrain version.")
     p = verb("render", "render_cmd:render", "Render a job as Kubernetes manifests (no cluster needed).")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--flavor", default="job", choices=["job", "jobset", "volcano", "kubeflow"],
-                   help="Kubernetes engine to target (default: job = Indexed Jobs + headless Service)")
+    p.add_argument(
+        "--flavor",
+        default="job",
+        choices=["job", "jobset", "volcano", "kubeflow"],
+        help="Kubernetes engine to target (default: job = Indexed Jobs + headless Service)",
+    )
     p.add_argument("-n", "--namespace", help="namespace of the objects")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     _add_output(p, ["yaml", "json"], "yaml")

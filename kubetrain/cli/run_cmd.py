@@ -53,8 +53,9 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Path]:
         quick = [f for f in ("framework", "replicas", "procs_per_replica", "name") if getattr(args, f) is not None]
         if quick:
             flags = ", ".join("--" + f.replace("_", "-") for f in quick)
-            raise CliError(f"{flags} only apply to the quick form; with a file use --set, e.g. "
-                           "--set spec.replicas=4", EXIT_USAGE)
+            raise CliError(
+                f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
+            )
         path = Path(args.file)
         return load_file(path, overrides=args.overrides), path.parent
     return from_dict(quick_document(args), overrides=args.overrides), Path.cwd()

@@ -24,8 +24,10 @@ def validate(args: argparse.Namespace) -> int:
             spec = job.spec
             replicas = sum(spec.role_replicas().values())
             roles = ", ".join(f"{r}×{n}" for r, n in spec.role_replicas().items())
-            say(f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {replicas} replicas: {roles})",
-                quiet=args.quiet)
+            say(
+                f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {replicas} replicas: {roles})",
+                quiet=args.quiet,
+            )
     return 2 if failed else 0
 
 

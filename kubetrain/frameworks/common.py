@@ -104,5 +104,6 @@ def run_of(ctx: WireContext) -> Run:
 
 def single(ctx: WireContext, env: dict[str, Value], argv: list[str], port: int | None = None) -> RoleWiring:
     """A role whose replicas each run one process."""
-    return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], {**common_env(ctx), **env},
-                      (ProcessWiring(tuple(argv)),), port=port)
+    return RoleWiring(
+        ctx.role, ctx.topology.roles[ctx.role], {**common_env(ctx), **env}, (ProcessWiring(tuple(argv)),), port=port
+    )

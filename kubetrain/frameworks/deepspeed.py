@@ -36,6 +36,12 @@ def _launcher(ctx: WireContext, hosts: str) -> RoleWiring:
                 program = ["--module", *program[1:]]
         else:
             program = ["--no_python", *program]
-        argv = ["deepspeed", f"--hostfile={hostfile_path(ctx)}", f"--master_addr={master}",
-                f"--master_port={pytorch.DEFAULT_PORT}", *run.other_args, *program]
+        argv = [
+            "deepspeed",
+            f"--hostfile={hostfile_path(ctx)}",
+            f"--master_addr={master}",
+            f"--master_port={pytorch.DEFAULT_PORT}",
+            *run.other_args,
+            *program,
+        ]
     return RoleWiring(ctx.role, 1, env, (ProcessWiring(tuple(argv)),), files={HOSTFILE: hosts})

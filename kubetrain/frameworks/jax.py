@@ -16,9 +16,11 @@ def wire(ctx: WireContext) -> RoleWiring:
     base = {**common_env(ctx), "JAX_COORDINATOR_ADDRESS": coordinator, "JAX_NUM_PROCESSES": str(total)}
     argv = tuple(program_argv(run_of(ctx)))
     processes = tuple(
-        ProcessWiring(argv, {"JAX_PROCESS_ID": (Idx(ctx.procs, offset + local),), "JAX_LOCAL_PROCESS_ID": str(local)},
-                      local_rank=local)
+        ProcessWiring(
+            argv,
+            {"JAX_PROCESS_ID": (Idx(ctx.procs, offset + local),), "JAX_LOCAL_PROCESS_ID": str(local)},
+            local_rank=local,
+        )
         for local in range(ctx.procs)
     )
-    return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], base, processes,
-                      port=ctx.topology.port(first, 0))
+    return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], base, processes, port=ctx.topology.port(first, 0))

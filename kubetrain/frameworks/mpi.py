@@ -6,8 +6,7 @@ On Kubernetes the workers wait for the launcher (the flavors that support MPI de
 
 from __future__ import annotations
 
-from .common import RoleWiring, WireContext, common_env, program_argv, run_of
-from .common import ProcessWiring
+from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 from .hostfile import HOSTFILE, hostfile, hostfile_path
 
 LAUNCHER = "launcher"

@@ -70,7 +70,7 @@ def _torchrun(ctx: WireContext, env: dict[str, Value], addr: str, port: int, tot
         env["PET_MASTER_PORT"] = str(port)
         env["PET_RDZV_BACKEND"] = "static"
     env["PET_NPROC_PER_NODE"] = str(ctx.procs)
-    launcher = [ "python", "-m", "torch.distributed.run", *run.other_args]
+    launcher = ["python", "-m", "torch.distributed.run", *run.other_args]
     if run.python is not None:
         argv = [*launcher, *run.python]
     elif run.module is not None:

@@ -27,5 +27,4 @@ def tf_config(ctx: WireContext) -> Value:
 
 
 def wire(ctx: WireContext) -> RoleWiring:
-    return single(ctx, {"TF_CONFIG": tf_config(ctx)}, program_argv(run_of(ctx)),
-                  port=ctx.topology.port(ctx.role, 0))
+    return single(ctx, {"TF_CONFIG": tf_config(ctx)}, program_argv(run_of(ctx)), port=ctx.topology.port(ctx.role, 0))

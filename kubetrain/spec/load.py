@@ -102,8 +102,9 @@ def _finish(
 ) -> TrainJob:
     if not isinstance(doc.data, dict):
         file, line = doc.line_of(())
-        raise SpecError([FieldError((), "a TrainJob must be a mapping (apiVersion, kind, metadata, spec)",
-                                    file=file, line=line)])
+        raise SpecError(
+            [FieldError((), "a TrainJob must be a mapping (apiVersion, kind, metadata, spec)", file=file, line=line)]
+        )
     doc = _resolve_base(doc, base_dir, [FsPath(d) for d in template_dirs], chain)
     for i, text in enumerate(overrides):
         apply_override(doc, text, i)
@@ -120,18 +121,33 @@ def _resolve_base(doc: Located, base_dir: FsPath, template_dirs: list[FsPath], c
         return doc
     file, line = doc.line_of(("spec", "base"))
     if not isinstance(base, str) or not base:
-        raise SpecError([FieldError(("spec", "base"), "must name a template file or template", base, True,
-                                    file=file, line=line)])
+        raise SpecError(
+            [FieldError(("spec", "base"), "must name a template file or template", base, True, file=file, line=line)]
+        )
     path = find_template(base, base_dir, template_dirs)
     if path is None:
         searched = [str(base_dir)] + [str(d) for d in _template_dirs(base_dir, template_dirs)]
-        raise SpecError([FieldError(("spec", "base"), f"template {base!r} not found", hint=
-                                    f"looked for {base!r}, {base}.yaml in: {', '.join(searched)}; "
-                                    f"set {TEMPLATES_ENV} to add folders", file=file, line=line)])
+        raise SpecError(
+            [
+                FieldError(
+                    ("spec", "base"),
+                    f"template {base!r} not found",
+                    hint=f"looked for {base!r}, {base}.yaml in: {', '.join(searched)}; "
+                    f"set {TEMPLATES_ENV} to add folders",
+                    file=file,
+                    line=line,
+                )
+            ]
+        )
     key = str(path.resolve())
     if key in chain or len(chain) > _MAX_BASE_DEPTH:
-        raise SpecError([FieldError(("spec", "base"), f"templates inherit in a loop: {' → '.join((*chain, key))}",
-                                    file=file, line=line)])
+        raise SpecError(
+            [
+                FieldError(
+                    ("spec", "base"), f"templates inherit in a loop: {' → '.join((*chain, key))}", file=file, line=line
+                )
+            ]
+        )
     docs = parse_yaml(path.read_text(encoding="utf-8"), str(path))
     if len(docs) != 1 or not isinstance(docs[0].data, dict):
         raise SpecError([FieldError((), "a template must be one mapping document", file=str(path))])
@@ -204,8 +220,13 @@ def apply_override(doc: Located, text: str, index: int = 0) -> None:
     source = f"--set {text}"
     key, eq, raw = text.partition("=")
     if not eq:
-        raise SpecError([FieldError((), f"override {text!r} needs the form path=value",
-                                    hint="e.g. --set spec.replicas=4", file=source)])
+        raise SpecError(
+            [
+                FieldError(
+                    (), f"override {text!r} needs the form path=value", hint="e.g. --set spec.replicas=4", file=source
+                )
+            ]
+        )
     try:
         path = parse_override_path(key.strip())
     except ValueError as exc:
@@ -276,9 +297,15 @@ def _merge(errors: list[FieldError]) -> list[FieldError]:
         if err.path in merged and err.path:
             first = merged[err.path]
             if err.message not in first.message:
-                merged[err.path] = FieldError(err.path, f"{first.message}, or {_strip_must(err.message)}",
-                                              first.value, first.has_value, first.hint or err.hint,
-                                              first.file, first.line)
+                merged[err.path] = FieldError(
+                    err.path,
+                    f"{first.message}, or {_strip_must(err.message)}",
+                    first.value,
+                    first.has_value,
+                    first.hint or err.hint,
+                    first.file,
+                    first.line,
+                )
         else:
             merged[err.path] = err
     return list(merged.values())
@@ -295,8 +322,10 @@ def convert_validation_error(exc: ValidationError, data: Any) -> list[FieldError
         loc = _data_path(err["loc"], data)
         error = err.get("ctx", {}).get("error")
         if isinstance(error, SpecError):
-            out += [FieldError((*loc, *sub.path), sub.message, sub.value, sub.has_value, sub.hint,
-                               sub.file, sub.line) for sub in error.errors]
+            out += [
+                FieldError((*loc, *sub.path), sub.message, sub.value, sub.has_value, sub.hint, sub.file, sub.line)
+                for sub in error.errors
+            ]
             continue
         kind = err["type"]
         if kind == "extra_forbidden":
@@ -317,7 +346,8 @@ def _message(err: Any) -> str:
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     message = message.replace("Input should be", "must be").replace("input should be", "must be")
     message = message.replace(", unable to parse string as an integer", "").replace(
-        ", unable to parse string as a number", "")
+        ", unable to parse string as a number", ""
+    )
     if err["type"] == "literal_error" and "expected" in err.get("ctx", {}):
         message = f"must be one of {err['ctx']['expected']}"
     return message
@@ -336,10 +366,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
     for part in loc:
         if isinstance(node, dict) and part not in node and node.get("type") == part:
             continue  # the tag of a discriminated union (a mount's type), not a field
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if (isinstance(node, dict) and part in node) or in_list:
             path.append(part)
             node = node[part]
         elif isinstance(part, str) and not _looks_like_tag(part) and (node is None or isinstance(node, dict)):
@@ -349,8 +377,10 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
 
 
 def _looks_like_tag(part: str) -> bool:
-    return "[" in part or part in ("int", "str", "float", "bool", "list", "dict", "none") or part.startswith(
-        ("literal", "function-", "tagged-union", "lax-", "json-or-python", "constrained-")
+    return (
+        "[" in part
+        or part in ("int", "str", "float", "bool", "list", "dict", "none")
+        or part.startswith(("literal", "function-", "tagged-union", "lax-", "json-or-python", "constrained-"))
     )
 
 
@@ -374,7 +404,7 @@ def _model_at(model: type[BaseModel], path: Path, data: Any) -> type[BaseModel] 
     current: type[BaseModel] | _DictOf | None = model
     node = data
     for part in path:
-        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+        node = _child(node, part)
         if isinstance(current, _DictOf):  # `part` is a free key, such as a role name
             current = current.model
             continue
@@ -406,10 +436,12 @@ def _is_mapping_field(annotation: Any) -> bool:
     return origin is dict
 
 
-def _has(node: Any, part: Any) -> bool:
+def _child(node: Any, part: str | int) -> Any:
     if isinstance(node, dict):
-        return part in node
-    return isinstance(part, int) and 0 <= part < len(node)
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
 
 
 def _field_by_alias(model: type[BaseModel], key: Any) -> Any:

@@ -6,7 +6,6 @@ Field docstrings are the reference text that `kubetrain explain` prints and `kub
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
@@ -14,9 +13,9 @@ from pydantic import AliasChoices, BeforeValidator, Field, field_validator, mode
 from .errors import FieldError, SpecError, format_path
 from .frameworks import ELASTIC_FRAMEWORKS, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
-from .naming import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from .naming import is_dns_label, is_label_key, is_label_value
 from .resources import Resources
-from .types import Arg, EnvList, Quantity, SpecModel, kube_field
+from .types import Affinity, Arg, EnvFromList, EnvList, Quantity, SpecModel, Tolerations
 
 API_VERSION = "kubetrain.dev/v1alpha1"
 KIND = "TrainJob"
@@ -109,14 +108,19 @@ class Elastic(SpecModel):
     def _ordered(self) -> Elastic:
         problems = []
         if self.max_replicas < self.min_replicas:
-            problems.append(FieldError(("maxReplicas",), f"must be ≥ minReplicas ({self.min_replicas})",
-                                       self.max_replicas, True))
+            problems.append(
+                FieldError(("maxReplicas",), f"must be ≥ minReplicas ({self.min_replicas})", self.max_replicas, True)
+            )
         elif self.expected_replicas is not None and not (
             self.min_replicas <= self.expected_replicas <= self.max_replicas
         ):
             problems.append(
-                FieldError(("expectedReplicas",), f"must lie in [{self.min_replicas}, {self.max_replicas}]",
-                           self.expected_replicas, True)
+                FieldError(
+                    ("expectedReplicas",),
+                    f"must lie in [{self.min_replicas}, {self.max_replicas}]",
+                    self.expected_replicas,
+                    True,
+                )
             )
         if problems:
             raise SpecError(problems)
@@ -150,7 +154,9 @@ class Run(SpecModel):
         for name in ("python", "module", "exec"):
             value = getattr(self, name)
             if value is not None and not value:
-                raise SpecError([FieldError((name,), "must name at least the program", hint=f"{name}: [program, args...]")])
+                raise SpecError(
+                    [FieldError((name,), "must name at least the program", hint=f"{name}: [program, args...]")]
+                )
         if self.custom_command is not None and not self.custom_command:
             raise SpecError([FieldError(("customCommand",), "must not be empty")])
         return self
@@ -213,7 +219,11 @@ class Security(SpecModel):
     def _localhost(self) -> Security:
         if (self.seccomp_profile_type == "Localhost") != (self.seccomp_localhost_profile is not None):
             raise SpecError(
-                [FieldError(("seccompLocalhostProfile",), "is required with seccompProfileType Localhost, and only then")]
+                [
+                    FieldError(
+                        ("seccompLocalhostProfile",), "is required with seccompProfileType Localhost, and only then"
+                    )
+                ]
             )
         if self.run_as_user and self.run_as_uid is not None:
             raise SpecError([FieldError(("runAsUid",), "conflicts with runAsUser: true (which takes your own uid)")])
@@ -266,7 +276,7 @@ class PodOptions(SpecModel):
 
     env: EnvList | None = None
     """Environment variables: {NAME: value} or a list of V1EnvVar (valueFrom allowed)."""
-    env_from: kube_field("list[V1EnvFromSource]") = None
+    env_from: EnvFromList | None = None
     """Variables from ConfigMaps/Secrets (V1EnvFromSource)."""
     requests: dict[str, Quantity] | None = None
     """Raw resource requests, merged over `resources` ({"cpu": "100m", "example.com/x": 1})."""
@@ -277,8 +287,8 @@ class PodOptions(SpecModel):
     labels: Labels | None = None
     """Pod labels."""
     node_selector: dict[str, str] | None = None
-    affinity: kube_field("V1Affinity") = None
-    tolerations: kube_field("list[V1Toleration]") = None
+    affinity: Affinity | None = None
+    tolerations: Tolerations | None = None
 
 
 def _run_policy(value: Any) -> Any:
@@ -405,8 +415,12 @@ class JobSpec(ReplicaSettings):
         total = sum(self.role_replicas().values())
         if self.scheduling.min_available is not None and self.scheduling.min_available > total:
             problems.append(
-                FieldError(("scheduling", "minAvailable"), f"exceeds the job's {total} replicas",
-                           self.scheduling.min_available, True)
+                FieldError(
+                    ("scheduling", "minAvailable"),
+                    f"exceeds the job's {total} replicas",
+                    self.scheduling.min_available,
+                    True,
+                )
             )
         if problems:
             raise SpecError(problems)
@@ -415,13 +429,21 @@ class JobSpec(ReplicaSettings):
     def _elastic_problems(self, elastic: Elastic) -> list[FieldError]:
         if self.framework not in ELASTIC_FRAMEWORKS:
             names = ", ".join(f.value for f in ELASTIC_FRAMEWORKS)
-            return [FieldError(("elastic",), f"{self.framework.value} jobs cannot be elastic", hint=f"elastic works with {names}")]
+            return [
+                FieldError(
+                    ("elastic",), f"{self.framework.value} jobs cannot be elastic", hint=f"elastic works with {names}"
+                )
+            ]
         workers = self.role_replicas().get(DEFAULT_ROLE)
         if workers is None:
             return [FieldError(("elastic",), "needs a worker role to scale")]
         if not elastic.min_replicas <= workers <= elastic.max_replicas:
             where = ("replicas",) if self.replicas is not None else ("roles", DEFAULT_ROLE, "replicas")
-            return [FieldError(where, f"must lie in elastic [{elastic.min_replicas}, {elastic.max_replicas}]", workers, True)]
+            return [
+                FieldError(
+                    where, f"must lie in elastic [{elastic.min_replicas}, {elastic.max_replicas}]", workers, True
+                )
+            ]
         return []
 
     # -- derived views (pure) --------------------------------------------------------------------------
@@ -504,12 +526,20 @@ class Metadata(SpecModel):
             problems.append(FieldError(("name",), "set exactly one of name and namePrefix"))
         if self.name is not None and not is_dns_label(self.name):
             problems.append(
-                FieldError(("name",), "must be a DNS-1123 label", self.name, True,
-                           hint="lowercase letters, digits and '-', starting and ending with a letter or digit, ≤ 63")
+                FieldError(
+                    ("name",),
+                    "must be a DNS-1123 label",
+                    self.name,
+                    True,
+                    hint="lowercase letters, digits and '-', starting and ending with a letter or digit, ≤ 63",
+                )
             )
         if self.name_prefix is not None and not is_dns_label(self.name_prefix.rstrip("-") or "x", max_len=52):
-            problems.append(FieldError(("namePrefix",), "must be a DNS-1123 label prefix of ≤ 52 characters",
-                                       self.name_prefix, True))
+            problems.append(
+                FieldError(
+                    ("namePrefix",), "must be a DNS-1123 label prefix of ≤ 52 characters", self.name_prefix, True
+                )
+            )
         if self.namespace is not None and not is_dns_label(self.namespace):
             problems.append(FieldError(("namespace",), "must be a DNS-1123 label", self.namespace, True))
         if problems:
@@ -524,8 +554,8 @@ class Metadata(SpecModel):
 class TrainJob(SpecModel):
     """A distributed training job: the same document runs as local processes or on Kubernetes."""
 
-    api_version: Literal["kubetrain.dev/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
-    kind: Literal["TrainJob"] = KIND
+    api_version: Literal["kubetrain.dev/v1alpha1"] = Field(default="kubetrain.dev/v1alpha1", alias="apiVersion")
+    kind: Literal["TrainJob"] = "TrainJob"
     metadata: Metadata
     spec: JobSpec
 
@@ -544,10 +574,13 @@ class TrainJob(SpecModel):
         The config is merged over the job's own settings the way a role's are: env by name, maps merged,
         lists appended, affinity replaced; its run_policy fields replace the job's.
         """
-        merged = merge_settings(self.spec, ReplicaSettings.model_construct(
-            _fields_set=config.model_fields_set - {"run_policy"},
-            **{name: getattr(config, name) for name in PodOptions.model_fields},
-        ))
+        merged = merge_settings(
+            self.spec,
+            ReplicaSettings.model_construct(
+                _fields_set=config.model_fields_set - {"run_policy"},
+                **{name: getattr(config, name) for name in PodOptions.model_fields},
+            ),
+        )
         update = {name: getattr(merged, name) for name in merged.model_fields_set}
         if config.run_policy is not None:
             update["run_policy"] = self.spec.run_policy.model_copy(

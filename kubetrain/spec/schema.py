@@ -62,12 +62,14 @@ def explain(path: str, schema: dict[str, Any] | None = None) -> FieldDoc:
             guess = did_you_mean(part, props)
             where = ".".join(walked) or "TrainJob"
             hint = f"did you mean '{guess}'?" if guess else f"fields of {where}: {', '.join(props) or 'none'}"
-            raise SpecError.single(tuple(walked + [part]), "no such field", hint=hint)
+            raise SpecError.single((*walked, part), "no such field", hint=hint)
         node = props[part]
         walked.append(part)
     resolved = _deref(node, defs)
-    children = [(name, type_name(sub, defs), _first_line(_deref(sub, defs).get("description") or sub.get("description", "")))
-                for name, sub in _properties(node, defs).items()]
+    children = [
+        (name, type_name(sub, defs), _first_line(_deref(sub, defs).get("description") or sub.get("description", "")))
+        for name, sub in _properties(node, defs).items()
+    ]
     return FieldDoc(
         path=".".join(walked) or "TrainJob",
         type=type_name(node, defs),

@@ -105,6 +105,11 @@ def kube_field(type_name: str) -> Any:
     ]
 
 
+EnvFromList = kube_field("list[V1EnvFromSource]")
+Affinity = kube_field("V1Affinity")
+Tolerations = kube_field("list[V1Toleration]")
+
+
 def _env_list(value: Any) -> Any:
     """`{NAME: value}` or a list of V1EnvVar / dicts → a list of V1EnvVar."""
     if isinstance(value, dict):

@@ -24,7 +24,11 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")]
+    first: [
+        (tag, regexp)
+        for tag, regexp in resolvers
+        if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
+    ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(
@@ -85,7 +89,11 @@ class _Builder:
                 key = self._key(key_node, path)
                 if key in result:
                     raise SpecError(
-                        [FieldError((*path, key), "is given twice", file=self.source, line=key_node.start_mark.line + 1)]
+                        [
+                            FieldError(
+                                (*path, key), "is given twice", file=self.source, line=key_node.start_mark.line + 1
+                            )
+                        ]
                     )
                 result[key] = self.build(value_node, (*path, key))
             return result
@@ -95,7 +103,9 @@ class _Builder:
 
     def _key(self, node: yaml.Node, path: Path) -> str:
         if not isinstance(node, yaml.ScalarNode):
-            raise SpecError([FieldError(path, "keys must be plain text", file=self.source, line=node.start_mark.line + 1)])
+            raise SpecError(
+                [FieldError(path, "keys must be plain text", file=self.source, line=node.start_mark.line + 1)]
+            )
         value = self._scalar(node, path)
         return value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -103,8 +113,9 @@ class _Builder:
         try:
             return self.constructor.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
-            raise SpecError([FieldError(path, f"cannot read value: {exc}", file=self.source,
-                                        line=node.start_mark.line + 1)]) from None
+            raise SpecError(
+                [FieldError(path, f"cannot read value: {exc}", file=self.source, line=node.start_mark.line + 1)]
+            ) from None
 
 
 def parse_scalar(text: str) -> Any:

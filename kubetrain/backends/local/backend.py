@@ -76,7 +76,11 @@ class LocalBackend:
         preview = local_plan(job, job.name, Path("/nonexistent"))
         replicas = [(r.role, r.index) for r in preview.replicas if r.processes]
         job_id = self.store.create_job(
-            job.name, self.name, json.dumps(job.to_dict()), None, replicas,
+            job.name,
+            self.name,
+            json.dumps(job.to_dict()),
+            None,
+            replicas,
             backoff_limit=job.spec.run_policy.backoff_limit or 0,
         )
         the_plan = local_plan(job, job_id, self.store.log_dir(job_id) / "files")
@@ -84,9 +88,15 @@ class LocalBackend:
         data["cwd"] = working_dir(job, base_dir)
         self.store.set_plan_json(job_id, json.dumps(data))
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
-            self.store.set_job_phase(job_id, JobPhase.SUSPENDED, reason="Paused", message="runMode Pause",
-                                     condition=Condition("Suspended", ConditionStatus.TRUE, "Paused",
-                                                         "created paused: kubetrain resume", time.time()))
+            self.store.set_job_phase(
+                job_id,
+                JobPhase.SUSPENDED,
+                reason="Paused",
+                message="runMode Pause",
+                condition=Condition(
+                    "Suspended", ConditionStatus.TRUE, "Paused", "created paused: kubetrain resume", time.time()
+                ),
+            )
         return job_id, the_plan
 
     def run_attached(self, job_id: str, sink: OutputSink | None, on_event: object = None) -> JobPhase:
@@ -103,7 +113,11 @@ class LocalBackend:
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                env=env,
             )
         return proc.pid
 
@@ -134,9 +148,12 @@ class LocalBackend:
                 self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.UNKNOWN)
         message = "the supervisor process died; its replicas were stopped"
         return self.store.set_job_phase(
-            job_id, JobPhase.FAILED, reason="SupervisorLost", message=message,
+            job_id,
+            JobPhase.FAILED,
+            reason="SupervisorLost",
+            message=message,
             condition=Condition("Failed", ConditionStatus.TRUE, "SupervisorLost", message, time.time()),
-            expect=JobPhase.RUNNING,
+            expect=(JobPhase.RUNNING,),
         )
 
     def log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:
@@ -191,9 +208,13 @@ class LocalBackend:
         fresh = local_plan(job, job_id, self.store.log_dir(job_id) / "files").to_dict()
         fresh["cwd"] = old.get("cwd")  # new ports: the old ones may be taken by now
         self.store.set_plan_json(job_id, json.dumps(fresh))
-        self.store.set_job_phase(job_id, JobPhase.PENDING, reason="Resumed", message="resumed by request",
-                                 condition=Condition("Suspended", ConditionStatus.FALSE, "Resumed",
-                                                     "resumed by request", time.time()))
+        self.store.set_job_phase(
+            job_id,
+            JobPhase.PENDING,
+            reason="Resumed",
+            message="resumed by request",
+            condition=Condition("Suspended", ConditionStatus.FALSE, "Resumed", "resumed by request", time.time()),
+        )
         if detach:
             self.start_detached(job_id)
         return job_id
@@ -216,5 +237,10 @@ class LocalBackend:
             delay = min(delay * 2, 0.2)
 
     def _finish(self, job_id: str, phase: JobPhase, reason: str, message: str) -> None:
-        self.store.set_job_phase(job_id, phase, reason=reason, message=message,
-                                 condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()))
+        self.store.set_job_phase(
+            job_id,
+            phase,
+            reason=reason,
+            message=message,
+            condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
+        )

@@ -113,6 +113,7 @@ class LogWriter:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._buf: list[bytes] = []
+        self._failed = False
 
     @property
     def is_open(self) -> bool:
@@ -135,7 +136,9 @@ class LogWriter:
                 continue
             except OSError as e:
                 # A full disk must not take the job down: report once and drop the batch.
-                print(f"kubetrain: cannot write {self.path}: {e}", file=sys.stderr)
+                if not self._failed:
+                    self._failed = True
+                    print(f"kubetrain: cannot write {self.path}: {e}", file=sys.stderr)
                 return
             data = data[n:]
 
@@ -289,7 +292,8 @@ def _seek_since(f: BinaryIO, end: int, since: int) -> int:
     """An offset at a record boundary before which every record is older than ``since``.
 
     Bisects the file: records are in time order, so ``--since 5m`` on a large
-    log does not read it from the start. Unparsable records count as old.
+    log does not read it from the start. An unparsable record counts as new:
+    the search then starts earlier, reading more but skipping nothing.
     """
     lo, hi = 0, end
     while hi - lo > _BLOCK:

@@ -284,6 +284,7 @@ class ProcessGroup:
         self._draining: set[_Replica] = set()  # exited, pipes still open
         self._pending: list[ExitEvent] = []
         self._woken = False
+        self._hurry = False
         self._closed = False
         self._sel = selectors.DefaultSelector()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -322,10 +323,20 @@ class ProcessGroup:
         prefix = _pdeathsig_prefix()
         if self._sink is not None:
             self._sink.add_keys(s.key for s in self._specs)
+        # Every log file opens before anything is spawned: an unwritable log
+        # directory fails the start with nothing to clean up.
+        logs: list[LogWriter] = []
+        try:
+            for spec in self._specs:
+                logs.append(LogWriter(spec.log_path))
+        except OSError:
+            for log in logs:
+                log.close()
+            raise
         self._replicas = {}
         started: dict[str, tuple[int, int]] = {}
-        for spec in self._specs:
-            r = self._spawn(spec, prefix)
+        for spec, log in zip(self._specs, logs, strict=True):
+            r = self._spawn(spec, log, prefix)
             if r.live:
                 started[spec.key] = (r.pid, r.start_time)
         self._flush()
@@ -363,6 +374,14 @@ class ProcessGroup:
             # OSError: the counter is saturated (already woken) or the group was closed meanwhile.
             with contextlib.suppress(OSError):
                 os.eventfd_write(fd, 1)
+
+    def hurry(self) -> None:
+        """Make a running (or the next) :meth:`terminate` skip the rest of its grace and SIGKILL at once.
+
+        For a second Ctrl-C. Safe from signal handlers and threads.
+        """
+        self._hurry = True
+        self.wake()
 
     def running(self) -> set[str]:
         """Keys of the replicas that have not exited (or not been seen to exit)."""
@@ -402,8 +421,9 @@ class ProcessGroup:
         for r in live:
             self._killpg(r, signal.SIGTERM)
         deadline = time.monotonic() + max(0.0, grace)
-        while any(r.live for r in live) and (left := deadline - time.monotonic()) > 0:
+        while not self._hurry and any(r.live for r in live) and (left := deadline - time.monotonic()) > 0:
             self._round(left)
+        self._hurry = False
         stubborn = [r for r in live if r.live]
         if stubborn:
             for r in stubborn:
@@ -429,6 +449,9 @@ class ProcessGroup:
         finally:
             self._closed = True
             for r in self._replicas.values():
+                if r.pidfd >= 0:  # only a replica stuck past the SIGKILL wait
+                    os.close(r.pidfd)
+                    r.pidfd = -1
                 r.log.close()
             self._sel.close()
             fd, self._wake_fd = self._wake_fd, -1
@@ -478,9 +501,9 @@ class ProcessGroup:
                 self._watchdog.wait()
             self._watchdog = None
 
-    def _spawn(self, spec: LaunchSpec, prefix: list[str]) -> _Replica:
+    def _spawn(self, spec: LaunchSpec, log: LogWriter, prefix: list[str]) -> _Replica:
         self._serial += 1
-        r = _Replica(spec, self._serial, LogWriter(spec.log_path))
+        r = _Replica(spec, self._serial, log)
         self._replicas[spec.key] = r
         try:
             program = find_program(spec.argv[0], spec.env, spec.cwd)
@@ -515,8 +538,15 @@ class ProcessGroup:
             os.close(out_w)
             os.close(err_w)
         r.pid = r.popen.pid
-        # The child is ours and unreaped, so the pid cannot have been reused yet.
-        r.pidfd = os.pidfd_open(r.pid)
+        try:
+            # The child is ours and unreaped, so the pid cannot have been reused yet.
+            r.pidfd = os.pidfd_open(r.pid)
+        except OSError:  # out of file descriptors: do not leave an unwatched replica
+            self._killpg(r, signal.SIGKILL)
+            r.popen.wait()
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise
         r.start_time = proc_start_time(r.pid) or 0
         self._sel.register(r.pidfd, selectors.EVENT_READ, r)
         for name, fd in (("stdout", out_r), ("stderr", err_r)):

@@ -206,9 +206,7 @@ def _new_job_id(name: str) -> str:
 def _check_role(role: str) -> None:
     # The role names a log file; it must not be able to point outside the job's log directory.
     if not _ROLE_RE.match(role):
-        raise ValueError(
-            f"role {role!r} must be letters, digits, '-', '_' or '.', starting with a letter/digit"
-        )
+        raise ValueError(f"role {role!r} must be letters, digits, '-', '_' or '.', starting with a letter/digit")
 
 
 def _check_json(label: str, text: str) -> None:
@@ -297,8 +295,7 @@ _JOB_COLUMNS = (
     "created_at, started_at, finished_at, first_failure_json"
 )
 _REPLICA_COLUMNS = (
-    "job_id, role, idx, phase, exit_code, signal, restarts, pid, host, "
-    "started_at, finished_at, reason, message"
+    "job_id, role, idx, phase, exit_code, signal, restarts, pid, host, started_at, finished_at, reason, message"
 )
 _CONDITION_COLUMNS = "job_id, type, status, reason, message, time"
 
@@ -480,8 +477,7 @@ class JobStore:
                         ),
                     )
                     conn.executemany(
-                        "INSERT INTO replicas (job_id, role, idx, pos, phase, log_path)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO replicas (job_id, role, idx, pos, phase, log_path) VALUES (?, ?, ?, ?, ?, ?)",
                         [
                             (
                                 job_id,
@@ -725,9 +721,9 @@ class JobStore:
             if cur.rowcount == 0:
                 raise JobNotFoundError(f"no replica {role}-{index} in job {job_id!r}")
             return int(
-                conn.execute(
-                    "SELECT restarts FROM replicas WHERE job_id = ? AND role = ? AND idx = ?", key
-                ).fetchone()[0]
+                conn.execute("SELECT restarts FROM replicas WHERE job_id = ? AND role = ? AND idx = ?", key).fetchone()[
+                    0
+                ]
             )
 
     def replica_records(self, job_id: str) -> list[ReplicaRecord]:
@@ -736,8 +732,7 @@ class JobStore:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
                 raise JobNotFoundError(f"no job {job_id!r}")
             rows = conn.execute(
-                "SELECT role, idx, phase, pid, pid_start_time, log_path FROM replicas"
-                " WHERE job_id = ? ORDER BY pos",
+                "SELECT role, idx, phase, pid, pid_start_time, log_path FROM replicas WHERE job_id = ? ORDER BY pos",
                 (job_id,),
             ).fetchall()
         return [
@@ -762,8 +757,7 @@ class JobStore:
         """Requests not handled yet, oldest first."""
         with self._tx(write=False) as conn:
             rows = conn.execute(
-                "SELECT id, job_id, kind, created_at FROM requests"
-                " WHERE job_id = ? AND handled_at IS NULL ORDER BY id",
+                "SELECT id, job_id, kind, created_at FROM requests WHERE job_id = ? AND handled_at IS NULL ORDER BY id",
                 (job_id,),
             ).fetchall()
         return [Request(rid, jid, RequestKind(kind), created) for rid, jid, kind, created in rows]
@@ -784,9 +778,7 @@ class JobStore:
             raise JobNotFoundError(f"no job {job_id!r}")
         return statuses[0]
 
-    def list_jobs(
-        self, limit: int | None = None, phases: Collection[JobPhase] | None = None
-    ) -> list[JobStatus]:
+    def list_jobs(self, limit: int | None = None, phases: Collection[JobPhase] | None = None) -> list[JobStatus]:
         """Jobs newest first, optionally only those in ``phases`` and at most ``limit`` of them."""
         where = ""
         params: list[Any] = []
@@ -813,8 +805,7 @@ class JobStore:
                 params,
             ).fetchall()
             conditions = conn.execute(
-                f"SELECT {_CONDITION_COLUMNS} FROM conditions WHERE job_id IN ({selected})"
-                " ORDER BY job_id, seq",
+                f"SELECT {_CONDITION_COLUMNS} FROM conditions WHERE job_id IN ({selected}) ORDER BY job_id, seq",
                 params,
             ).fetchall()
         by_job_replicas: dict[str, list[ReplicaStatus]] = {}
@@ -837,9 +828,7 @@ class JobStore:
             )
         by_job_conditions: dict[str, list[Condition]] = {}
         for jid, ctype, cstatus, reason, msg, ctime in conditions:
-            by_job_conditions.setdefault(jid, []).append(
-                Condition(ctype, ConditionStatus(cstatus), reason, msg, ctime)
-            )
+            by_job_conditions.setdefault(jid, []).append(Condition(ctype, ConditionStatus(cstatus), reason, msg, ctime))
         out = []
         for (
             jid,
@@ -872,9 +861,7 @@ class JobStore:
                     created_at=created,
                     started_at=started,
                     finished_at=finished,
-                    first_failure=FailureSummary.from_dict(json.loads(failure_json))
-                    if failure_json
-                    else None,
+                    first_failure=FailureSummary.from_dict(json.loads(failure_json)) if failure_json else None,
                 )
             )
         return out

@@ -79,8 +79,9 @@ class Supervisor:
                 if self.debug:
                     argv = list(HOLD_ARGV)
                 path = log.with_name(f"{proc['key']}.log") if many else log
-                specs.append(LaunchSpec(proc["key"], argv, {**base_env, **proc["env"]},
-                                        replica.get("cwd") or cwd, path))
+                specs.append(
+                    LaunchSpec(proc["key"], argv, {**base_env, **proc["env"]}, replica.get("cwd") or cwd, path)
+                )
         return specs
 
     def _replica_of(self, key: str) -> tuple[str, int]:
@@ -124,12 +125,24 @@ class Supervisor:
         for key, (pid, _start) in started.items():
             role, index = self._replica_of(key)
             if key.endswith(".0") or "." not in key:
-                store.update_replica(job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid, started_at=now,
-                                     reason="DebugHold" if self.debug else None)
+                store.update_replica(
+                    job_id,
+                    role,
+                    index,
+                    phase=ReplicaPhase.RUNNING,
+                    pid=pid,
+                    started_at=now,
+                    reason="DebugHold" if self.debug else None,
+                )
         reason = "DebugHold" if self.debug else "Started"
         message = "replicas hold their program: kubetrain attach" if self.debug else f"{len(started)} processes"
-        store.set_job_phase(job_id, JobPhase.RUNNING, reason=reason, message=message,
-                            condition=Condition("Running", ConditionStatus.TRUE, reason, message, now))
+        store.set_job_phase(
+            job_id,
+            JobPhase.RUNNING,
+            reason=reason,
+            message=message,
+            condition=Condition("Running", ConditionStatus.TRUE, reason, message, now),
+        )
 
     def _watch(self, group: ProcessGroup, started_at: float) -> JobPhase | None:
         """Until the attempt ends. None: restart the group; else the final phase."""
@@ -162,7 +175,9 @@ class Supervisor:
         role, index = self._replica_of(event.key)
         code = event.returncode
         self.store.update_replica(
-            self.job_id, role, index,
+            self.job_id,
+            role,
+            index,
             phase=ReplicaPhase.SUCCEEDED if code == 0 else ReplicaPhase.FAILED,
             exit_code=code if code >= 0 else None,
             signal=-code if code < 0 else None,
@@ -183,7 +198,8 @@ class Supervisor:
         else:
             action = self.rules.why_not(first.returncode)
         failure = FailureSummary(
-            role=role, index=index,
+            role=role,
+            index=index,
             exit_code=first.returncode if first.returncode >= 0 else None,
             signal=-first.returncode if first.returncode < 0 else None,
             last_lines=self._last_lines(first.key),
@@ -193,8 +209,9 @@ class Supervisor:
         self._stop_all(group)
         if retry:
             self.on_event(f"{failure.headline()}")
-            store.add_condition(job_id, Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed",
-                                                  failure.headline(), time.time()))
+            store.add_condition(
+                job_id, Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed", failure.headline(), time.time())
+            )
             for replica in self.plan["replicas"]:
                 if replica["processes"]:
                     store.record_replica_restart(job_id, replica["role"], int(replica["index"]))
@@ -216,8 +233,9 @@ class Supervisor:
     def _deadline(self, group: ProcessGroup) -> JobPhase:
         self._stop_all(group)
         message = f"activeDeadlineSeconds {self.deadline_s} exceeded"
-        self.store.add_condition(self.job_id, Condition("DeadlineExceeded", ConditionStatus.TRUE,
-                                                        "DeadlineExceeded", message, time.time()))
+        self.store.add_condition(
+            self.job_id, Condition("DeadlineExceeded", ConditionStatus.TRUE, "DeadlineExceeded", message, time.time())
+        )
         self._finish(JobPhase.FAILED, "DeadlineExceeded", message)
         return JobPhase.FAILED
 
@@ -230,8 +248,13 @@ class Supervisor:
         return JobPhase.CANCELLED
 
     def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
-        self.store.set_job_phase(self.job_id, phase, reason=reason, message=message,
-                                 condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()))
+        self.store.set_job_phase(
+            self.job_id,
+            phase,
+            reason=reason,
+            message=message,
+            condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
+        )
 
     # -- requests and signals ---------------------------------------------------------------------------
 
