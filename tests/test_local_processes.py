@@ -367,9 +367,7 @@ def _run_supervisor(tmp_path: Path) -> tuple[subprocess.Popen[bytes], dict[str, 
     sup = subprocess.Popen([PY, str(script), str(info_path), GRANDCHILDREN])
     assert wait_until(
         lambda: (
-            info_path.exists()
-            and len(read_pids(tmp_path / "pypids")) == 3
-            and len(read_pids(tmp_path / "shpid")) == 1
+            info_path.exists() and len(read_pids(tmp_path / "pypids")) == 3 and len(read_pids(tmp_path / "shpid")) == 1
         ),
         timeout=30,
     ), "supervisor did not start its replicas"
@@ -568,9 +566,7 @@ def write_log(path: Path, records: list[tuple[int, str, str]]) -> None:
 
 def test_iter_log_filters(tmp_path: Path) -> None:
     log = tmp_path / "w.log"
-    recs = [
-        (T0 + i * 10**9, "stderr" if i % 3 == 0 else "stdout", f"step {i} loss {i / 10}") for i in range(10)
-    ]
+    recs = [(T0 + i * 10**9, "stderr" if i % 3 == 0 else "stdout", f"step {i} loss {i / 10}") for i in range(10)]
     write_log(log, recs)
 
     def steps(**filters: Any) -> list[int]:

@@ -127,8 +127,12 @@ def apply(group: str, plural: str, obj: dict[str, Any], uid: str, old: dict[str,
                 obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
     elif (group, plural) == ("batch", "jobs"):
         job(obj, uid, creating)
+        if creating:
+            obj.setdefault("status", {})
     elif (group, plural) == ("", "services"):
         service(obj, old)
+        if creating:
+            obj.setdefault("status", {"loadBalancer": {}})
     elif (group, plural) == ("", "namespaces"):
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})

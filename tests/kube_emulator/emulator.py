@@ -44,6 +44,7 @@ class KubeEmulator:
         token: str | None = None,
     ) -> None:
         self.store = Store(crd_dir, history_limit)
+        self._history_limit = history_limit
         self.default_crds = sorted(self.store.available_crds) if crds is None else list(crds)
         self.token = token if token is not None else secrets.token_hex(16)
         self._api = ApiServer(self.store, self.token)
@@ -63,8 +64,9 @@ class KubeEmulator:
     def __enter__(self) -> KubeEmulator:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def reset(self, crds: Iterable[str] | None = None) -> None:
@@ -78,6 +80,7 @@ class KubeEmulator:
         for key, value in _DEFAULT_SETTINGS.items():
             setattr(self.store, key, value)
         self.store.body_validator = None
+        self.store.history_limit = self._history_limit
         self.store.reset(self.default_crds if crds is None else crds)
 
     def end_streams(self) -> None:
@@ -147,6 +150,15 @@ class KubeEmulator:
         self._api.follow_timeout = seconds
 
     @property
+    def history_limit(self) -> int:
+        """How many watch events are kept; older ones are compacted (a watch from before them gets 410)."""
+        return self.store.history_limit
+
+    @history_limit.setter
+    def history_limit(self, events: int) -> None:
+        self.store.history_limit = events
+
+    @property
     def server_errors(self) -> list[str]:
         """Tracebacks of emulator bugs (answered 500); the pytest fixture fails a test that has any."""
         return list(self._api.server_errors)
@@ -193,11 +205,12 @@ class KubeEmulator:
 
     def objects(self, resource: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         """Stored objects of a type (all namespaces unless one is given), sorted by namespace and name."""
-        items, _ = self.store.list(self.resource(resource), namespace, label_selector)
+        items, _ = self.store.list_objects(self.resource(resource), namespace, label_selector)
         return copy.deepcopy(items)
 
-    def patch_status(self, resource: str, name: str, status: Mapping[str, Any],
-                     namespace: str | None = "default") -> Obj:
+    def patch_status(
+        self, resource: str, name: str, status: Mapping[str, Any], namespace: str | None = "default"
+    ) -> Obj:
         """Merge-patch ``status`` (a controller's status update); ``None`` values delete keys."""
         with self.store.cond:
             rt = self.resource(resource)
@@ -205,8 +218,9 @@ class KubeEmulator:
             obj["status"] = merge_patch(obj.get("status") or {}, dict(status))
             return copy.deepcopy(self.store.write(rt, obj))
 
-    def delete(self, resource: str, name: str, namespace: str | None = "default",
-               propagation: str | None = "Background") -> None:
+    def delete(
+        self, resource: str, name: str, namespace: str | None = "default", propagation: str | None = "Background"
+    ) -> None:
         self.store.delete(self.resource(resource), namespace, name, propagation=propagation)
 
     # ------------------------------------------------------------------ scheduler, kubelet, controllers
@@ -236,8 +250,17 @@ class KubeEmulator:
             pods = self.resource("pods")
             pod = copy.deepcopy(self.store.get(pods, namespace, name))
             restarted = kubelet.apply_phase(
-                pod, phase, now=now(), exit_code=exit_code, reason=reason, message=message, restart=restart,
-                container=container, pod_reason=pod_reason, node_name=node_name)
+                pod,
+                phase,
+                now=now(),
+                exit_code=exit_code,
+                reason=reason,
+                message=message,
+                restart=restart,
+                container=container,
+                pod_reason=pod_reason,
+                node_name=node_name,
+            )
             for c in restarted:
                 self.store.logs.restart(pod["metadata"]["uid"], c)
             return copy.deepcopy(self.store.write(pods, pod))
@@ -274,8 +297,12 @@ class KubeEmulator:
         kind = involved.get("kind") or "Pod"
         name = meta.get("name") or involved.get("name")
         namespace = meta.get("namespace") or involved.get("namespace") or "default"
-        ref: dict[str, Any] = {"kind": kind, "name": name, "namespace": namespace,
-                               "apiVersion": involved.get("apiVersion") or "v1"}
+        ref: dict[str, Any] = {
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "apiVersion": involved.get("apiVersion") or "v1",
+        }
         for src, dst in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
             if meta.get(src) or involved.get(src):
                 ref[dst] = meta.get(src) or involved.get(src)
@@ -297,8 +324,9 @@ class KubeEmulator:
         }
         return self.create(event)
 
-    def create_job_pods(self, namespace: str, job: str, count: int | None = None,
-                        indexes: Iterable[int] | None = None) -> list[Obj]:
+    def create_job_pods(
+        self, namespace: str, job: str, count: int | None = None, indexes: Iterable[int] | None = None
+    ) -> list[Obj]:
         """Create a Job's pods the way the Job controller does (labels, ownerReference, and for
         Indexed Jobs the completion index label/annotation, ``JOB_COMPLETION_INDEX`` and the
         ``<job>-<index>`` hostname). Default: ``parallelism`` pods (capped by ``completions``)."""
@@ -311,8 +339,14 @@ class KubeEmulator:
                 if spec.get("completions") is not None:
                     n = min(n, spec["completions"])
                 indexes = range(n if count is None else count)
-            owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": obj["metadata"]["uid"],
-                     "controller": True, "blockOwnerDeletion": True}
+            owner = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job,
+                "uid": obj["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
             pods = []
             for i in indexes:
                 template = copy.deepcopy(spec["template"])
@@ -324,8 +358,12 @@ class KubeEmulator:
                     labels["batch.kubernetes.io/job-completion-index"] = str(i)
                     annotations["batch.kubernetes.io/job-completion-index"] = str(i)
                     pod_spec.setdefault("hostname", f"{job}-{i}")
-                    index_env = {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
-                        "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}
+                    index_env = {
+                        "name": "JOB_COMPLETION_INDEX",
+                        "valueFrom": {
+                            "fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}
+                        },
+                    }
                     for c in (pod_spec.get("initContainers") or []) + pod_spec.get("containers", []):
                         c.setdefault("env", []).append(dict(index_env))
                 pod = {
@@ -354,8 +392,16 @@ class KubeEmulator:
         self._api.faults.append(fault)
         return fault
 
-    def fail_next(self, method: str | None = None, path_regex: str | None = None, status: int = 500, *,
-                  times: int = 1, message: str | None = None, retry_after: int | None = None) -> Fault:
+    def fail_next(
+        self,
+        method: str | None = None,
+        path_regex: str | None = None,
+        status: int = 500,
+        *,
+        times: int = 1,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> Fault:
         """The next ``times`` matching requests fail with ``status`` before anything else happens
         (nothing is stored). ``path_regex`` is searched in the URL path; 429 gets ``Retry-After: 1``
         unless ``retry_after`` says otherwise."""
@@ -368,8 +414,9 @@ class KubeEmulator:
         urllib3 retries idempotent methods on a dropped connection, so a GET may need ``times > 1``."""
         return self._fault(method, path_regex, status=None, times=times, drop=True)
 
-    def delay_next(self, seconds: float, method: str | None = None, path_regex: str | None = None, *,
-                   times: int = 1) -> Fault:
+    def delay_next(
+        self, seconds: float, method: str | None = None, path_regex: str | None = None, *, times: int = 1
+    ) -> Fault:
         """Hold the next matching requests for ``seconds`` before handling them normally."""
         return self._fault(method, path_regex, status=None, times=times, delay=seconds)
 

@@ -64,9 +64,7 @@ def qualified(plural: str, group: str) -> str:
 
 
 def not_found(plural: str, group: str, name: str) -> ApiError:
-    return ApiError(
-        404, "NotFound", f'{qualified(plural, group)} "{name}" not found', _details(name, group, plural)
-    )
+    return ApiError(404, "NotFound", f'{qualified(plural, group)} "{name}" not found', _details(name, group, plural))
 
 
 def already_exists(plural: str, group: str, name: str) -> ApiError:

@@ -29,8 +29,9 @@ def _container_id() -> str:
     return "containerd://" + uuid.uuid4().hex + uuid.uuid4().hex
 
 
-def _set_condition(status: dict[str, Any], ctype: str, value: bool, now: str, reason: str | None = None,
-                   message: str | None = None) -> None:
+def _set_condition(
+    status: dict[str, Any], ctype: str, value: bool, now: str, reason: str | None = None, message: str | None = None
+) -> None:
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     new: dict[str, Any] = {"type": ctype, "status": "True" if value else "False", "lastTransitionTime": now}
     if reason:
@@ -46,8 +47,9 @@ def _set_condition(status: dict[str, Any], ctype: str, value: bool, now: str, re
     conditions.append(new)
 
 
-def _terminated(exit_code: int, reason: str | None, message: str | None, started: str, now: str,
-                container_id: str) -> dict[str, Any]:
+def _terminated(
+    exit_code: int, reason: str | None, message: str | None, started: str, now: str, container_id: str
+) -> dict[str, Any]:
     term: dict[str, Any] = {
         "exitCode": exit_code,
         "reason": reason or ("Completed" if exit_code == 0 else "Error"),
@@ -156,8 +158,9 @@ def apply_phase(
             cs.update(ready=True, started=True)
         elif phase in ("Succeeded", "Failed"):
             default = 0 if phase == "Succeeded" else 1
-            term = _terminated(default if code is None else code, why, message if is_target else None,
-                               started, now, cs["containerID"])
+            term = _terminated(
+                default if code is None else code, why, message if is_target else None, started, now, cs["containerID"]
+            )
             cs.update(state={"terminated": term}, ready=False, started=False)
         statuses.append(cs)
     status["containerStatuses"] = statuses

@@ -110,29 +110,76 @@ _EVENT_FIELDS = (
 _STATUS = frozenset({"status"})
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", ("ns",),
-                 subresources=_STATUS, field_labels=("status.phase",)),
-    ResourceType("", "v1", "pods", "Pod", True, "pod", ("po",), ("all",),
-                 subresources=frozenset({"status", "log"}), field_labels=_POD_FIELDS),
+    ResourceType(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        False,
+        "namespace",
+        ("ns",),
+        subresources=_STATUS,
+        field_labels=("status.phase",),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        "pod",
+        ("po",),
+        ("all",),
+        subresources=frozenset({"status", "log"}),
+        field_labels=_POD_FIELDS,
+    ),
     ResourceType("", "v1", "services", "Service", True, "service", ("svc",), ("all",), subresources=_STATUS),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",)),
     ResourceType("", "v1", "secrets", "Secret", True, "secret", field_labels=("type",)),
     ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",)),
     ResourceType("", "v1", "events", "Event", True, "event", ("ev",), field_labels=_EVENT_FIELDS),
-    ResourceType("", "v1", "nodes", "Node", False, "node", ("no",), subresources=_STATUS,
-                 field_labels=("spec.unschedulable",)),
-    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "persistentvolumeclaim",
-                 ("pvc",), subresources=_STATUS),
-    ResourceType("batch", "v1", "jobs", "Job", True, "job", (), ("all",), subresources=_STATUS,
-                 field_labels=("status.successful",)),
+    ResourceType(
+        "", "v1", "nodes", "Node", False, "node", ("no",), subresources=_STATUS, field_labels=("spec.unschedulable",)
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        "persistentvolumeclaim",
+        ("pvc",),
+        subresources=_STATUS,
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "jobs",
+        "Job",
+        True,
+        "job",
+        (),
+        ("all",),
+        subresources=_STATUS,
+        field_labels=("status.successful",),
+    ),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, "role"),
     ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, "rolebinding"),
     ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, "clusterrole"),
-    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False,
-                 "clusterrolebinding"),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, "clusterrolebinding"
+    ),
     ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "priorityclass", ("pc",)),
-    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-                 "customresourcedefinition", ("crd", "crds"), subresources=_STATUS),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        "customresourcedefinition",
+        ("crd", "crds"),
+        subresources=_STATUS,
+    ),
 )
 
 CRD_TYPE = BUILTIN_TYPES[-1]
@@ -221,8 +268,7 @@ class Registry:
         candidates = [
             t
             for t in self.types
-            if low in (t.plural, t.singular, t.kind.lower(), f"{t.plural}.{t.group}")
-            or low in t.short_names
+            if low in (t.plural, t.singular, t.kind.lower(), f"{t.plural}.{t.group}") or low in t.short_names
         ]
         if api_version:
             candidates = [t for t in candidates if t.api_version == api_version]
@@ -237,30 +283,64 @@ class Registry:
         return candidates[0] if api_version else self.preferred(candidates[0])
 
 
-_crd_cache: dict[Path, dict[str, dict[str, Any]]] = {}
-_crd_cache_lock = threading.Lock()
+@dataclass
+class CrdSource:
+    """One CRD file: a summary (without the OpenAPI schemas) parsed up front, the full CRD on demand.
 
-
-def load_crd_dir(directory: Path) -> dict[str, dict[str, Any]]:
-    """CRD name → CRD object for every ``*.yaml`` in ``directory``; parsed once per process.
-
-    The upstream files are large (JobSet's is 800 kB, Kueue's Workload 1.4 MB), so they are parsed
-    once and then shared read-only by every reset.
+    The upstream files are large (JobSet's is 800 kB, Kueue's Workload 1.4 MB) and the schemas are
+    most of it; discovery needs none of it, so it is parsed only if a client reads the CRD itself.
     """
+
+    name: str
+    path: Path
+    summary: dict[str, Any]
+    _full: dict[str, Any] | None = None
+
+    def full(self) -> dict[str, Any]:
+        with _crd_cache_lock:
+            if self._full is None:
+                with self.path.open() as f:
+                    docs = [d for d in yaml.load_all(f, Loader=_LOADER) if isinstance(d, dict)]
+                self._full = next(d for d in docs if d.get("metadata", {}).get("name") == self.name)
+            return self._full
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SCHEMA_LINE = re.compile(r"^(\s*)(- )?schema:\s*$")
+_crd_cache: dict[Path, dict[str, CrdSource]] = {}
+_crd_cache_lock = threading.RLock()
+
+
+def _strip_schemas(text: str) -> str:
+    """Drop every ``schema:`` block (by indentation) from block-style YAML."""
+    out, skip = [], -1
+    for line in text.splitlines():
+        if skip >= 0:
+            if not line.strip() or len(line) - len(line.lstrip(" ")) > skip:
+                continue
+            skip = -1
+        m = _SCHEMA_LINE.match(line)
+        if m:
+            skip = len(m.group(1)) + (2 if m.group(2) else 0)
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def load_crd_dir(directory: Path) -> dict[str, CrdSource]:
+    """CRD name → source for every ``*.yaml`` in ``directory``; read once per process."""
     directory = directory.resolve()
     with _crd_cache_lock:
         cached = _crd_cache.get(directory)
         if cached is not None:
             return cached
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        crds: dict[str, dict[str, Any]] = {}
+        crds: dict[str, CrdSource] = {}
         for path in sorted(directory.glob("*.yaml")):
-            with path.open() as f:
-                for doc in yaml.load_all(f, Loader=loader):
-                    if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                        name = doc["metadata"]["name"]
-                        if name in crds:
-                            raise ValueError(f"CRD {name} defined twice under {directory}")
-                        crds[name] = doc
+            for doc in yaml.load_all(_strip_schemas(path.read_text()), Loader=_LOADER):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    name = doc["metadata"]["name"]
+                    if name in crds:
+                        raise ValueError(f"CRD {name} defined twice under {directory}")
+                    crds[name] = CrdSource(name, path, doc)
         _crd_cache[directory] = crds
         return crds

@@ -19,7 +19,9 @@ Matcher = Callable[[Mapping[str, str]], bool]
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside ``( )`` (set-based values contain commas)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -128,6 +130,6 @@ def parse_field_selector(selector: str | None, supported: tuple[str, ...]) -> Ca
             raise bad_request(f"invalid selector: '{selector}'; can't understand '{raw}'")
         field, op, value = m.group(1), m.group(2), m.group(3).strip()
         if field not in allowed:
-            raise ApiError(400, "BadRequest", f'field label not supported: {field}')
+            raise ApiError(400, "BadRequest", f"field label not supported: {field}")
         reqs.append((field, op == "!=", value))
     return lambda obj: all((field_value(obj, f) != v) if neg else (field_value(obj, f) == v) for f, neg, v in reqs)

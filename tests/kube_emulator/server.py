@@ -25,7 +25,7 @@ import yaml
 from .errors import ApiError, bad_request, canned, internal, method_not_allowed, resource_not_found
 from .logs import parse_rfc3339, render, select
 from .resources import ResourceType
-from .store import Obj, Store, WatchEvent
+from .store import CRD_KEY, Obj, Store, WatchEvent
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's request body limit
 KUBERNETES_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.0"}
@@ -176,7 +176,10 @@ class ApiServer:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         handler = type("Handler", (_Handler,), {"api": self})
         self._http = _HTTPServer((host, port), handler)
-        self._thread = threading.Thread(target=self._http.serve_forever, name="kube-emulator", daemon=True)
+        # A short poll interval keeps stop() (and so the session teardown) quick.
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, args=(0.05,), name="kube-emulator", daemon=True
+        )
         self._thread.start()
         bound_host, bound_port = self._http.server_address[:2]
         return f"http://{bound_host!s}:{bound_port}"
@@ -298,19 +301,29 @@ class ApiServer:
         if name is None:
             if m == "GET":
                 if legacy_watch or req.flag("watch"):
-                    return self._watch(req, rt, ns, None)
+                    self._watch(req, rt, ns, None)
+                    return None
                 return self._list(req, rt, ns)
             if m == "POST":
                 obj = store.create(rt, ns, req.body(), dry_run=req.dry_run())
                 return Response(201, self.present(rt, obj))
             if m == "DELETE":
                 opts = self._delete_options(req)
-                return Response(200, store.delete_collection(
-                    rt, ns, req.q("labelSelector"), req.q("fieldSelector"),
-                    propagation=opts.get("propagationPolicy"), dry_run=opts["dryRun"]))
+                return Response(
+                    200,
+                    store.delete_collection(
+                        rt,
+                        ns,
+                        req.q("labelSelector"),
+                        req.q("fieldSelector"),
+                        propagation=opts.get("propagationPolicy"),
+                        dry_run=opts["dryRun"],
+                    ),
+                )
             raise method_not_allowed()
         if legacy_watch:
-            return self._watch(req, rt, ns, name)
+            self._watch(req, rt, ns, name)
+            return None
         if sub == "log":
             if m != "GET":
                 raise method_not_allowed()
@@ -318,17 +331,32 @@ class ApiServer:
         if m == "GET":
             return Response(200, self.present(rt, store.get(rt, ns, name)))
         if m == "PUT":
-            return Response(200, self.present(rt, store.replace(rt, ns, name, req.body(), subresource=sub,
-                                                                dry_run=req.dry_run())))
+            return Response(
+                200, self.present(rt, store.replace(rt, ns, name, req.body(), subresource=sub, dry_run=req.dry_run()))
+            )
         if m == "PATCH":
             ctype = req.content_type.split(";")[0].strip()
-            obj = store.patch(rt, ns, name, ctype, req.body(), subresource=sub, dry_run=req.dry_run(),
-                              field_manager=req.q("fieldManager"))
+            obj = store.patch(
+                rt,
+                ns,
+                name,
+                ctype,
+                req.body(),
+                subresource=sub,
+                dry_run=req.dry_run(),
+                field_manager=req.q("fieldManager"),
+            )
             return Response(200, self.present(rt, obj))
         if m == "DELETE" and sub is None:
             opts = self._delete_options(req)
-            obj = store.delete(rt, ns, name, propagation=opts.get("propagationPolicy"), dry_run=opts["dryRun"],
-                               preconditions=opts.get("preconditions"))
+            obj = store.delete(
+                rt,
+                ns,
+                name,
+                propagation=opts.get("propagationPolicy"),
+                dry_run=opts["dryRun"],
+                preconditions=opts.get("preconditions"),
+            )
             return Response(200, self.present(rt, obj) if obj.get("kind") != "Status" else obj)
         raise method_not_allowed()
 
@@ -349,15 +377,21 @@ class ApiServer:
         opts["dryRun"] = req.dry_run() or bool(body_dry)
         return opts
 
-    @staticmethod
-    def present(rt: ResourceType, obj: Obj) -> Obj:
+    def present(self, rt: ResourceType, obj: Obj) -> Obj:
         """The object as served by ``rt``'s version (multi-version CRDs share storage)."""
-        if obj.get("apiVersion") != rt.api_version and obj.get("kind") != "Status":
+        if obj.get("kind") == "Status":
+            return obj
+        if rt.storage_key == CRD_KEY:
+            # Installed CRDs are stored without their schemas; a client reading one gets the full file.
+            source = self.store.available_crds.get(obj["metadata"]["name"])
+            if source is not None and obj.get("spec") is source.summary["spec"]:
+                obj = {**obj, "spec": source.full()["spec"]}
+        if obj.get("apiVersion") != rt.api_version:
             return {**obj, "apiVersion": rt.api_version}
         return obj
 
     def _list(self, req: Request, rt: ResourceType, ns: str | None) -> Response:
-        items, rv = self.store.list(rt, ns, req.q("labelSelector"), req.q("fieldSelector"))
+        items, rv = self.store.list_objects(rt, ns, req.q("labelSelector"), req.q("fieldSelector"))
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         token = req.q("continue")
         if token:
@@ -370,12 +404,13 @@ class ApiServer:
         if limit and len(items) > limit:
             last = items[limit - 1]["metadata"]
             meta["continue"] = base64.urlsafe_b64encode(
-                json.dumps([last.get("namespace", ""), last["name"]]).encode()).decode()
+                json.dumps([last.get("namespace", ""), last["name"]]).encode()
+            ).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         if rt.is_builtin:
             # Typed lists from the real server carry no apiVersion/kind on their items.
-            out = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+            out = [{k: v for k, v in self.present(rt, o).items() if k not in ("apiVersion", "kind")} for o in items]
         else:
             out = [self.present(rt, o) for o in items]
         return Response(200, {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta, "items": out})
@@ -396,7 +431,7 @@ class ApiServer:
             generation = store.generation
             if rv_param in (None, "", "0"):
                 # No version (or "0"): the current state first, as synthetic ADDED events.
-                initial, last = store.list(rt, ns, req.q("labelSelector"), fields)
+                initial, last = store.list_objects(rt, ns, req.q("labelSelector"), fields)
             else:
                 try:
                     last = int(rv_param)
@@ -432,8 +467,9 @@ class ApiServer:
                 if out and not send(*out):
                     return None
         if timed_out and bookmarks:
-            send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(last)}})
+            send(
+                "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(last)}}
+            )
         stream.end()
         return None
 
@@ -463,17 +499,10 @@ class ApiServer:
         store = self.store
         pods = store.registry.resolve("pods")
         pod = store.get(pods, ns, name)
-        spec = pod.get("spec") or {}
-        containers = [c["name"] for c in spec.get("containers") or []]
-        init = [c["name"] for c in spec.get("initContainers") or []]
-        container = req.q("container")
-        if not container:
-            if len(containers) != 1:
-                raise bad_request(f"a container name must be specified for pod {name}, choose one of: "
-                                  f"[{' '.join(containers)}]")
-            container = containers[0]
-        if container not in containers + init:
-            raise bad_request(f"container {container} is not valid for pod {name}")
+        container = _log_container(pod, req.q("container"))
+        if not (pod.get("spec") or {}).get("nodeName"):
+            # Like the real server: a pod not yet on a node has no kubelet to ask, and an empty log.
+            return Response(200, b"", "text/plain")
         uid = pod["metadata"]["uid"]
         tail = req.integer("tailLines")
         since: float | None = None
@@ -499,18 +528,26 @@ class ApiServer:
                 lines = store.logs.current.setdefault((uid, container), [])
             text = render(select(lines, tail=tail, since=since), stamps).encode()
             sent = len(lines)
-            generation = store.generation
         if not req.flag("follow") or previous:
             limit = req.integer("limitBytes")
             return Response(200, text[:limit] if limit else text, "text/plain")
         stream = _Stream(req.handler, "text/plain")
         stream.write(text)
+        self._follow(stream, pod, container, lines, sent, stamps)
+        return None
+
+    def _follow(self, stream: _Stream, pod: Obj, container: str, lines: list[Any], sent: int, stamps: bool) -> None:
+        """Stream new lines of one container instance until it terminates, restarts or its pod goes."""
+        store = self.store
+        pods = store.registry.resolve("pods")
+        meta = pod["metadata"]
+        generation = store.generation
         deadline = time.monotonic() + self.follow_timeout
         while stream.open:
             with store.cond:
-                current = store.find(pods, ns, name)
-                gone = store.generation != generation or current is None or current["metadata"]["uid"] != uid
-                restarted = store.logs.current.get((uid, container)) is not lines
+                current = store.find(pods, meta["namespace"], meta["name"])
+                gone = store.generation != generation or current is None or current["metadata"]["uid"] != meta["uid"]
+                restarted = store.logs.current.get((meta["uid"], container)) is not lines
                 state = container_state(current, container)[0] if current is not None else "terminated"
                 done = gone or restarted or state == "terminated" or time.monotonic() >= deadline
                 new = lines[sent:]
@@ -522,7 +559,23 @@ class ApiServer:
             if done:
                 break
         stream.end()
-        return None
+
+
+def _log_container(pod: Obj, container: str | None) -> str:
+    spec = pod.get("spec") or {}
+    name = pod["metadata"]["name"]
+    containers = [c["name"] for c in spec.get("containers") or []]
+    init = [c["name"] for c in spec.get("initContainers") or []]
+    if not container:
+        if len(containers) == 1:
+            return containers[0]
+        msg = f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]"
+        if init:
+            msg += f" or one of the init containers: [{' '.join(init)}]"
+        raise bad_request(msg)
+    if container not in containers + init:
+        raise bad_request(f"container {container} is not valid for pod {name}")
+    return container
 
 
 def container_state(pod: Obj, container: str) -> tuple[str, str]:

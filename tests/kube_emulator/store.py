@@ -136,8 +136,8 @@ class Store:
                     raise KeyError(f"unknown CRD {name!r}; available: {sorted(self.available_crds)}")
                 if ("", name) in self.objects.get(CRD_KEY, {}):
                     continue
-                crd = self.available_crds[name]
-                # Shared, never mutated: the upstream CRDs are megabytes and reset() runs per test.
+                crd = self.available_crds[name].summary
+                # Shared, never mutated: reset() runs per test and must stay cheap.
                 meta = {**crd["metadata"], "uid": str(uuid.uuid4()), "creationTimestamp": now(), "generation": 1}
                 self._commit(CRD_KEY, "ADDED", {**crd, "metadata": meta, "status": self._crd_status(crd)}, None)
 
@@ -155,10 +155,20 @@ class Store:
         return {
             "acceptedNames": crd["spec"]["names"],
             "conditions": [
-                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                 "message": "no conflicts found", "lastTransitionTime": t},
-                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                 "message": "the initial names have been accepted", "lastTransitionTime": t},
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                    "lastTransitionTime": t,
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                    "lastTransitionTime": t,
+                },
             ],
             "storedVersions": storage,
         }
@@ -210,7 +220,7 @@ class Store:
             raise not_found(rt.plural, rt.group, name)
         return obj
 
-    def list(
+    def list_objects(
         self, rt: ResourceType, ns: str | None, label_selector: str | None = None, field_selector: str | None = None
     ) -> tuple[list[Obj], int]:
         match = self.matcher(rt, ns, label_selector, field_selector)
@@ -270,7 +280,9 @@ class Store:
         if rt.namespaced and meta.get("namespace") and ns and meta["namespace"] != ns:
             raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
         if url_name is not None and meta.get("name") and meta["name"] != url_name:
-            raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({url_name})")
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({url_name})"
+            )
         return obj
 
     def _check_body(self, rt: ResourceType, verb: str, obj: Obj) -> list[Cause]:
@@ -299,8 +311,9 @@ class Store:
                 return name
         raise already_exists(rt.plural, rt.group, base)
 
-    def create(self, rt: ResourceType, ns: str | None, body: Any, *, dry_run: bool = False,
-               trusted: bool = False) -> Obj:
+    def create(
+        self, rt: ResourceType, ns: str | None, body: Any, *, dry_run: bool = False, trusted: bool = False
+    ) -> Obj:
         """POST. ``trusted`` writes (from the test, playing a controller) keep ``status`` and skip the
         body validator."""
         with self.cond:
@@ -351,14 +364,26 @@ class Store:
             return [Cause("spec", "Required value: group, names.plural, names.kind and versions", "FieldValueRequired")]
         expected = f"{names['plural']}.{spec['group']}"
         if crd["metadata"].get("name") != expected:
-            return [Cause("metadata.name", f'Invalid value: "{crd["metadata"].get("name")}": must be '
-                          'spec.names.plural+"."+spec.group')]
+            return [
+                Cause(
+                    "metadata.name",
+                    f'Invalid value: "{crd["metadata"].get("name")}": must be spec.names.plural+"."+spec.group',
+                )
+            ]
         return []
 
     # ------------------------------------------------------------------ update and patch
 
-    def replace(self, rt: ResourceType, ns: str | None, name: str, body: Any, *, subresource: str | None = None,
-                dry_run: bool = False) -> Obj:
+    def replace(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         """PUT on the resource or its /status."""
         with self.cond:
             existing = self.get(rt, ns, name)
@@ -368,12 +393,26 @@ class Store:
                 if rv != _meta(existing)["resourceVersion"]:
                     raise conflict(rt.plural, rt.group, name)
             elif not rt.is_builtin:
-                raise invalid(rt.kind, rt.group, name, [
-                    Cause("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")])
+                raise invalid(
+                    rt.kind,
+                    rt.group,
+                    name,
+                    [Cause("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")],
+                )
             return self._update(rt, existing, new, subresource=subresource, dry_run=dry_run, verb="update")
 
-    def patch(self, rt: ResourceType, ns: str | None, name: str, content_type: str, patch: Any, *,
-              subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None) -> Obj:
+    def patch(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> Obj:
         with self.cond:
             if content_type == "application/apply-patch+yaml":
                 return self._apply(rt, ns, name, patch, subresource, dry_run, field_manager)
@@ -390,23 +429,39 @@ class Store:
                 new = strategic_merge_patch(existing, patch)
             else:
                 accepted = [t for t in PATCH_TYPES if rt.is_builtin or "strategic" not in t]
-                raise ApiError(415, "UnsupportedMediaType",
-                               f"the body of the request was in an unknown format - accepted media types "
-                               f"include: {', '.join(accepted)}")
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types "
+                    f"include: {', '.join(accepted)}",
+                )
             if isinstance(patch, dict):
                 rv = (patch.get("metadata") or {}).get("resourceVersion")
                 if rv and rv != _meta(existing)["resourceVersion"]:
                     raise conflict(rt.plural, rt.group, name)
             new = copy.deepcopy(new)  # patch results share subtrees with the stored object
-            return self._update(rt, existing, new, subresource=subresource, dry_run=dry_run, verb="patch",
-                                check_body=True)
+            return self._update(
+                rt, existing, new, subresource=subresource, dry_run=dry_run, verb="patch", check_body=True
+            )
 
-    def _apply(self, rt: ResourceType, ns: str | None, name: str, body: Any, subresource: str | None,
-               dry_run: bool, field_manager: str | None) -> Obj:
+    def _apply(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        dry_run: bool,
+        field_manager: str | None,
+    ) -> Obj:
         """Server-side apply, simplified: create if missing, else a merge without field ownership."""
         if not field_manager:
-            raise invalid("PatchOptions", "meta.k8s.io", "", [
-                Cause("fieldManager", "Required value: is required for apply patch", "FieldValueRequired")])
+            raise invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                [Cause("fieldManager", "Required value: is required for apply patch", "FieldValueRequired")],
+            )
         obj = self._decode(rt, ns, body, url_name=name)
         _meta(obj).setdefault("name", name)
         existing = self.find(rt, ns, name)
@@ -414,18 +469,24 @@ class Store:
             return self.create(rt, ns, obj, dry_run=dry_run)
         merge = strategic_merge_patch if rt.is_builtin else merge_patch
         new = copy.deepcopy(merge(existing, obj))
-        return self._update(rt, existing, new, subresource=subresource, dry_run=dry_run, verb="apply",
-                            check_body=True)
+        return self._update(rt, existing, new, subresource=subresource, dry_run=dry_run, verb="apply", check_body=True)
 
-    def _update(self, rt: ResourceType, existing: Obj, new: Obj, *, subresource: str | None, dry_run: bool,
-                verb: str, trusted: bool = False, check_body: bool = False) -> Obj:
+    def _update(
+        self,
+        rt: ResourceType,
+        existing: Obj,
+        new: Obj,
+        *,
+        subresource: str | None,
+        dry_run: bool,
+        verb: str,
+        trusted: bool = False,
+        check_body: bool = False,
+    ) -> Obj:
         """The common tail of PUT, PATCH and trusted writes; ``new`` is owned by this call."""
         old_meta = _meta(existing)
         name = old_meta["name"]
-        if verb == "update" and not trusted:
-            causes = self._check_body(rt, verb, new)
-        else:
-            causes = []
+        causes = self._check_body(rt, verb, new) if verb == "update" and not trusted else []
         if subresource == "status":
             result = {**existing, "metadata": dict(old_meta)}
             if "status" in new:
@@ -435,8 +496,15 @@ class Store:
             new = result
         else:
             meta = new.setdefault("metadata", {})
-            for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
-                      "deletionGracePeriodSeconds", "generation"):
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
                 if k in old_meta:
                     meta[k] = old_meta[k]
                 else:
@@ -482,24 +550,49 @@ class Store:
 
     # ------------------------------------------------------------------ delete
 
-    def delete(self, rt: ResourceType, ns: str | None, name: str, *, propagation: str | None = None,
-               dry_run: bool = False, preconditions: dict[str, Any] | None = None) -> Obj:
+    def delete(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        *,
+        propagation: str | None = None,
+        dry_run: bool = False,
+        preconditions: dict[str, Any] | None = None,
+    ) -> Obj:
         with self.cond:
             existing = self.get(rt, ns, name)
             meta = _meta(existing)
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != meta["uid"]:
-                raise conflict(rt.plural, rt.group, name,
-                               f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                               f"{meta['uid']}")
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
+                )
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-                raise conflict(rt.plural, rt.group, name,
-                               f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                               f"ResourceVersion in object meta: {meta['resourceVersion']}")
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                    f"ResourceVersion in object meta: {meta['resourceVersion']}",
+                )
             if propagation not in (None, "Orphan", "Background", "Foreground"):
-                raise invalid("DeleteOptions", "meta.k8s.io", "", [Cause(
-                    "propagationPolicy", f'Unsupported value: "{propagation}": supported values: '
-                    '"Foreground", "Background", "Orphan", "nil"', "FieldValueNotSupported")])
+                raise invalid(
+                    "DeleteOptions",
+                    "meta.k8s.io",
+                    "",
+                    [
+                        Cause(
+                            "propagationPolicy",
+                            f'Unsupported value: "{propagation}": supported values: '
+                            '"Foreground", "Background", "Orphan", "nil"',
+                            "FieldValueNotSupported",
+                        )
+                    ],
+                )
             policy = propagation or ("Orphan" if rt.storage_key in _DEFAULT_ORPHAN else "Background")
             if dry_run:
                 return self._deleted_response(rt, existing)
@@ -546,16 +639,26 @@ class Store:
             for dep_type, dep in self.dependents(uid):
                 dmeta = _meta(dep)
                 refs = [r for r in dmeta.get("ownerReferences") or [] if r.get("uid") != uid]
-                new_meta = {**dmeta, "ownerReferences": refs} if refs else {
-                    k: v for k, v in dmeta.items() if k != "ownerReferences"}
+                new_meta = (
+                    {**dmeta, "ownerReferences": refs}
+                    if refs
+                    else {k: v for k, v in dmeta.items() if k != "ownerReferences"}
+                )
                 self._commit(dep_type.storage_key, "MODIFIED", {**dep, "metadata": new_meta}, dep)
         return final
 
-    def delete_collection(self, rt: ResourceType, ns: str | None, label_selector: str | None,
-                          field_selector: str | None, *, propagation: str | None = None,
-                          dry_run: bool = False) -> Obj:
+    def delete_collection(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        *,
+        propagation: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         with self.cond:
-            items, _ = self.list(rt, ns, label_selector, field_selector)
+            items, _ = self.list_objects(rt, ns, label_selector, field_selector)
             for obj in items:
                 meta = _meta(obj)
                 if self.find(rt, meta.get("namespace"), meta["name"]) is obj:

@@ -132,8 +132,9 @@ def check_metadata(meta: dict[str, Any], name_rule: str) -> list[Cause]:
             out += _check_qualified_key("metadata.annotations", key)
         size = sum(len(k) + len(v) for k, v in annotations.items())
         if size > 256 * 1024:
-            out.append(Cause("metadata.annotations", f"Too long: must have at most {256 * 1024} bytes",
-                             "FieldValueTooLong"))
+            out.append(
+                Cause("metadata.annotations", f"Too long: must have at most {256 * 1024} bytes", "FieldValueTooLong")
+            )
     for i, ref in enumerate(meta.get("ownerReferences") or []):
         for key in ("apiVersion", "kind", "name", "uid"):
             if not (isinstance(ref, dict) and ref.get(key)):
@@ -141,10 +142,23 @@ def check_metadata(meta: dict[str, Any], name_rule: str) -> list[Cause]:
     return out
 
 
-_SUFFIXES = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+_SUFFIXES: dict[str, Decimal | int] = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
 }
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
 
@@ -193,13 +207,19 @@ def _check_resources(path: str, res: Any) -> list[Cause]:
             if req != req.to_integral_value():
                 out.append(_invalid(field, str(res["requests"][name]), "must be an integer"))
             if name not in limits:
-                out.append(_required(f"{path}.resources.limits[{name}]",
-                                     "Limit must be set for non overcommitable resources"))
+                out.append(
+                    _required(f"{path}.resources.limits[{name}]", "Limit must be set for non overcommitable resources")
+                )
             elif limits[name] != req:
                 out.append(_invalid(field, str(res["requests"][name]), f"must be equal to {name} limit"))
         elif name in limits and req > limits[name]:
-            out.append(_invalid(field, str(res["requests"][name]),
-                                f"must be less than or equal to {name} limit of {res['limits'][name]}"))
+            out.append(
+                _invalid(
+                    field,
+                    str(res["requests"][name]),
+                    f"must be less than or equal to {name} limit of {res['limits'][name]}",
+                )
+            )
     return out
 
 
@@ -240,16 +260,18 @@ def check_pod_spec(spec: Any, path: str) -> list[Cause]:
             for j, port in enumerate(c.get("ports") or []):
                 p = port.get("containerPort") if isinstance(port, dict) else None
                 if not isinstance(p, int) or not 1 <= p <= 65535:
-                    out.append(_invalid(f"{cpath}.ports[{j}].containerPort", p,
-                                        "must be between 1 and 65535, inclusive"))
+                    out.append(
+                        _invalid(f"{cpath}.ports[{j}].containerPort", p, "must be between 1 and 65535, inclusive")
+                    )
             for j, env in enumerate(c.get("env") or []):
                 if not (isinstance(env, dict) and env.get("name")):
                     out.append(_required(f"{cpath}.env[{j}].name"))
             for j, mount in enumerate(c.get("volumeMounts") or []):
                 mname = mount.get("name") if isinstance(mount, dict) else None
                 if mname not in volume_names:
-                    out.append(Cause(f"{cpath}.volumeMounts[{j}].name", f"Not found: {_q(mname)}",
-                                     "FieldValueNotFound"))
+                    out.append(
+                        Cause(f"{cpath}.volumeMounts[{j}].name", f"Not found: {_q(mname)}", "FieldValueNotFound")
+                    )
                 if not (isinstance(mount, dict) and mount.get("mountPath")):
                     out.append(_required(f"{cpath}.volumeMounts[{j}].mountPath"))
             out += _check_resources(cpath, c.get("resources"))
@@ -292,11 +314,17 @@ def check_job(job: dict[str, Any]) -> list[Cause]:
     if mode == "Indexed" and spec.get("completions") is None:
         out.append(_required("spec.completions", "when completion mode is Indexed"))
     if spec.get("podFailurePolicy") is not None and policy != "Never":
-        out.append(_invalid("spec.template.spec.restartPolicy", policy,
-                            'only "Never" is supported when podFailurePolicy is specified'))
+        out.append(
+            _invalid(
+                "spec.template.spec.restartPolicy",
+                policy,
+                'only "Never" is supported when podFailurePolicy is specified',
+            )
+        )
     if spec.get("backoffLimitPerIndex") is not None and mode != "Indexed":
-        out.append(_invalid("spec.backoffLimitPerIndex", spec["backoffLimitPerIndex"],
-                            "requires indexed completion mode"))
+        out.append(
+            _invalid("spec.backoffLimitPerIndex", spec["backoffLimitPerIndex"], "requires indexed completion mode")
+        )
     selector = (spec.get("selector") or {}).get("matchLabels") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     if any(labels.get(k) != v for k, v in selector.items()):
@@ -340,9 +368,15 @@ def check_config_data(obj: dict[str, Any]) -> list[Cause]:
     for section in ("data", "binaryData", "stringData"):
         for key, value in (obj.get(section) or {}).items():
             if not _CONFIG_KEY.match(key) or len(key) > 253:
-                out.append(_invalid(f"{section}[{key}]", key, "a valid config key must consist of alphanumeric "
-                                    "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or "
-                                    "'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"))
+                out.append(
+                    _invalid(
+                        f"{section}[{key}]",
+                        key,
+                        "a valid config key must consist of alphanumeric "
+                        "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or "
+                        "'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                    )
+                )
             size += len(key) + len(str(value))
     if size > 1024 * 1024:
         out.append(Cause("data", f"Too long: must have at most {1024 * 1024} bytes", "FieldValueTooLong"))
@@ -382,11 +416,17 @@ def check_update(group: str, plural: str, old: dict[str, Any], new: dict[str, An
     o, n = old.get("spec") or {}, new.get("spec") or {}
     if (group, plural) == ("", "pods"):
         if _without_images(o) != _without_images(n):
-            return [Cause("spec", "Forbidden: pod updates may not change fields other than "
-                          "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                          "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
-                          "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
-                          "it was previously negative)", "FieldValueForbidden")]
+            return [
+                Cause(
+                    "spec",
+                    "Forbidden: pod updates may not change fields other than "
+                    "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+                    "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
+                    "it was previously negative)",
+                    "FieldValueForbidden",
+                )
+            ]
     elif (group, plural) == ("batch", "jobs"):
         out = []
         for key in ("selector", "completionMode", "podFailurePolicy", "backoffLimitPerIndex"):
@@ -400,7 +440,6 @@ def check_update(group: str, plural: str, old: dict[str, Any], new: dict[str, An
         ):
             out.append(_invalid("spec.completions", n.get("completions"), "field is immutable"))
         return out
-    elif (group, plural) == ("", "services"):
-        if o.get("clusterIP") and o.get("clusterIP") != n.get("clusterIP"):
-            return [_invalid("spec.clusterIP", n.get("clusterIP"), "field is immutable")]
+    elif (group, plural) == ("", "services") and o.get("clusterIP") and o.get("clusterIP") != n.get("clusterIP"):
+        return [_invalid("spec.clusterIP", n.get("clusterIP"), "field is immutable")]
     return []

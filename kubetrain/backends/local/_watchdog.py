@@ -21,7 +21,7 @@ watchdog: it blocks reading its stdin, a pipe whose only writer is the
 supervisor. End of file means the supervisor is gone, however it died
 (SIGKILL and the OOM killer included); the watchdog then SIGKILLs every
 process tagged with ``<token>`` and exits. It imports nothing but the standard
-library so that it starts in about 15 ms and cannot fail on a package import.
+library so that it starts in about 20 ms and cannot fail on a package import.
 """
 
 from __future__ import annotations

@@ -399,8 +399,7 @@ def merge_logs(
     ``kubectl logs --tail`` does per pod.
     """
     its = [
-        iter_log(p, since=since, until=until, tail=tail, grep=grep, streams=streams, key=k)
-        for k, p in paths.items()
+        iter_log(p, since=since, until=until, tail=tail, grep=grep, streams=streams, key=k) for k, p in paths.items()
     ]
     yield from heapq.merge(*its, key=lambda r: r.time_ns)
 
@@ -540,9 +539,7 @@ class OutputSink:
     ) -> None:
         self._out = out if out is not None else sys.stdout
         self._err = err if err is not None else sys.stderr
-        self._color = {
-            id(s): (color if color is not None else _wants_color(s)) for s in (self._out, self._err)
-        }
+        self._color = {id(s): (color if color is not None else _wants_color(s)) for s in (self._out, self._err)}
         self._colors: dict[str, str] = {}
         self._width = 0
         self._queued: dict[int, list[str]] = {id(self._out): [], id(self._err): []}

@@ -48,7 +48,23 @@ spawned directly and the watchdog alone covers a supervisor crash.
 ``preexec_fn`` is never used. One visible effect: the replica's ``argv[0]``
 is the resolved path of its program (``/usr/bin/python3``, not ``python3``).
 
-A ProcessGroup is not thread-safe, except :meth:`ProcessGroup.wake`.
+End to end on the same machine (8 replicas, 2 busy cores): ``start()``
+returns in 30-60 ms; the first replica's exit is seen by ``wait_exit`` in
+under 20 ms (most of it the replica's own interpreter shutdown), and
+``terminate()`` has every other replica stopped and reaped, output written,
+10-30 ms after that exit.
+
+Every replica gets one variable added to its environment,
+``KUBETRAIN_LOCAL_TAG``. Known gaps, all outside what a process group can
+see: a descendant that clears its environment (``env -i``) or runs set-uid
+survives a crash of the supervisor; a child the supervisor *forks* (not
+spawns) keeps the watchdog pipe open until it exits; the supervisor must not
+reap children itself (``os.wait()``, SIGCHLD set to SIG_IGN). Writing live
+output blocks on a stalled terminal, as with any launcher; the log files are
+written before it.
+
+A ProcessGroup is not thread-safe, except :meth:`ProcessGroup.wake` and
+:meth:`ProcessGroup.hurry`.
 """
 
 from __future__ import annotations
@@ -73,6 +89,8 @@ from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, ma
 from kubetrain.backends.local.output import LineAssembler, LogWriter, OutputSink, append_note
 
 __all__ = [
+    "EXIT_CANNOT_EXECUTE",
+    "EXIT_NOT_FOUND",
     "TAG_VAR",
     "ExitEvent",
     "LaunchSpec",

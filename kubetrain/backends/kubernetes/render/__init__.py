@@ -1,0 +1,194 @@
+"""render(job, flavor) → plain Kubernetes manifests (dicts). Pure: no I/O, no cluster, no client calls.
+
+Flavors (docs/render.md has the full mapping):
+
+- `job` (default): an Indexed batch/v1 Job per role + a headless Service. Kubernetes ≥ 1.27 only.
+- `jobset`: one JobSet (jobset.x-k8s.io/v1alpha2), a replicatedJob per role, gang restart.
+- `volcano`: one Volcano Job (batch.volcano.sh/v1alpha1), gang scheduled, queue, policies.
+- `kubeflow`: PyTorchJob / TFJob / MPIJob / JAXJob (kubeflow.org/v1) by framework.
+
+Objects come in creation order. The first is the root: every other object is owned by it, so deleting
+it deletes the job. Owner references need the root's uid, which exists only once the root is created:
+`render` leaves them out (the output applies as is, e.g. through GitOps), and a submitter creates the
+root, then the rest with `Rendered.with_owner(uid)` (or `render(..., owner_uid=uid)`).
+
+Every field of the spec maps, or the render fails with one SpecError listing each field that the flavor
+cannot express and the flavors that can. Things worth a human's eye (privileged pods) are warnings.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from ....plan import Plan, replica_counts
+from ....spec import DistributedConfig, TrainJob
+from . import job as job_flavor
+from . import jobset, kubeflow, volcano
+from .context import Ctx, Layout, Options, check_labels, wire_roles
+from .errors import FLAVORS, Problems
+from .output import dump, to_json, to_yaml
+from .services import files_configmap, port_services
+
+ETCD_MAX_BYTES = 1536 * 1024
+"""etcd's default request limit (1.5 MiB): an object larger than this cannot be stored."""
+
+_FLAVOR_MODULES: dict[str, ModuleType] = {
+    "job": job_flavor,
+    "jobset": jobset,
+    "volcano": volcano,
+    "kubeflow": kubeflow,
+}
+
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet: no vowels, no 0/1/3
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The manifests of one job, root first, and the warnings to show the user."""
+
+    objects: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    flavor: str = "job"
+    name: str = ""
+    """The job's name (a namePrefix job gets a generated one)."""
+
+    @property
+    def root(self) -> dict[str, Any]:
+        return self.objects[0]
+
+    @property
+    def owned(self) -> list[dict[str, Any]]:
+        return self.objects[1:]
+
+    def owner_reference(self, uid: str) -> dict[str, Any]:
+        root = self.root
+        # Not `controller: true`: Kueue skips Jobs controlled by a kind it manages (as a parent Job
+        # is), and a controller reference is not what makes the garbage collector cascade.
+        return {"apiVersion": root["apiVersion"], "kind": root["kind"], "name": root["metadata"]["name"],
+                "uid": uid}
+
+    def with_owner(self, uid: str) -> list[dict[str, Any]]:
+        """Copies of the objects, every one but the root owned by the root (whose uid is `uid`)."""
+        if not uid:
+            raise ValueError("the root's uid is needed (it exists once the root is created)")
+        out = [copy.deepcopy(self.root)]
+        ref = self.owner_reference(uid)
+        for obj in self.owned:
+            child = copy.deepcopy(obj)
+            child["metadata"]["ownerReferences"] = [dict(ref)]
+            out.append(child)
+        return out
+
+
+def _job_of(job_or_plan: TrainJob | Plan, name: str | None) -> tuple[TrainJob, str | None]:
+    if isinstance(job_or_plan, Plan):
+        # A plan's addresses are its backend's (127.0.0.1 locally); only its job and name carry over.
+        return job_or_plan.job, name or job_or_plan.name
+    if not isinstance(job_or_plan, TrainJob):
+        raise TypeError(f"render takes a TrainJob or a Plan, not {type(job_or_plan).__name__}")
+    return job_or_plan, name
+
+
+def generated_name(prefix: str) -> str:
+    """What the API server would make of generateName: the prefix and 5 random characters."""
+    return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+
+
+def render_manifests(
+    job_or_plan: TrainJob | Plan,
+    flavor: str = "job",
+    namespace: str | None = None,
+    *,
+    name: str | None = None,
+    config: DistributedConfig | None = None,
+    owner_uid: str | None = None,
+    api_access: bool = False,
+    uid: int | None = None,
+    gid: int | None = None,
+) -> Rendered:
+    """Render `job` for `flavor`. Raises SpecError naming every field the flavor cannot express.
+
+    `namespace`: overrides metadata.namespace (none: the objects carry no namespace).
+    `name`: the job's name (default metadata.name, or namePrefix plus 5 random characters).
+    `config`: Kale's DistributedConfig, applied to every replica of every role.
+    `owner_uid`: the root's uid, once created: every other object gets an owner reference to it.
+    `api_access`: the replicas call the Kubernetes API (cluster resolver): mount the service account token.
+    `uid`/`gid`: the submitting user's, for `security.runAsUser: true` (default: this process's).
+    """
+    if flavor not in _FLAVOR_MODULES:
+        raise ValueError(f"unknown flavor {flavor!r}: one of {', '.join(FLAVORS)}")
+    job, name = _job_of(job_or_plan, name)
+    if config is not None:
+        job = job.with_config(config)
+    if name is None:
+        name = job.metadata.name or generated_name(job.metadata.name_prefix or "job-")
+    module = _FLAVOR_MODULES[flavor]
+    layout_of: Callable[[str, dict[str, int]], Layout] = module.layout
+    layout = layout_of(name, replica_counts(job.spec))
+    problems = Problems()
+    topology, roles, files = wire_roles(job, name, layout, problems)
+    options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
+    ctx = Ctx(job, name, flavor, layout, options, topology, roles, files, problems)
+    check_labels(ctx)
+    objects: list[dict[str, Any]] = module.build(ctx)
+    objects += files_configmap(ctx)
+    objects += port_services(ctx)
+    _check_sizes(ctx, objects)
+    problems.raise_if_any()
+    rendered = Rendered(objects, list(ctx.warnings), flavor, name)
+    if owner_uid is not None:
+        rendered = Rendered(rendered.with_owner(owner_uid), rendered.warnings, flavor, name)
+    return rendered
+
+
+def _check_sizes(ctx: Ctx, objects: list[dict[str, Any]]) -> None:
+    for obj in objects:
+        size = len(json.dumps(obj, separators=(",", ":")).encode())
+        if size > ETCD_MAX_BYTES:
+            what = f"{obj['kind']} {obj['metadata']['name']}"
+            hint = "the jobset flavor's objects do not grow with the replica count" if ctx.flavor == "volcano" else None
+            ctx.problems.add(("spec",), f"{what} would take {size:,} bytes, over etcd's 1.5 MiB object limit",
+                             hint=hint)
+
+
+def render_with_warnings(
+    job_or_plan: TrainJob | Plan, flavor: str = "job", namespace: str | None = None, **options: Any
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(manifests, warnings): the warnings are for the user's eyes (the CLI prints them to stderr)."""
+    rendered = render_manifests(job_or_plan, flavor, namespace, **options)
+    return rendered.objects, rendered.warnings
+
+
+def render(
+    job_or_plan: TrainJob | Plan, flavor: str = "job", namespace: str | None = None, **options: Any
+) -> list[dict[str, Any]]:
+    """The manifests of `job` for `flavor`, root first, as plain dicts. See `render_manifests`."""
+    return render_manifests(job_or_plan, flavor, namespace, **options).objects
+
+
+def render_job(
+    job: TrainJob, flavor: str = "job", namespace: str | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """What `kubetrain render` calls: (manifests, warnings). Raises SpecError, ValueError (flavor)."""
+    return render_with_warnings(job, flavor, namespace)
+
+
+__all__ = [
+    "ETCD_MAX_BYTES",
+    "FLAVORS",
+    "Rendered",
+    "dump",
+    "generated_name",
+    "render",
+    "render_job",
+    "render_manifests",
+    "render_with_warnings",
+    "to_json",
+    "to_yaml",
+]

@@ -1,0 +1,265 @@
+"""What every flavor renders from: names, the wired roles, field paths for errors, shared metadata.
+
+The wiring is done here rather than through `plan()`: `plan()` also expands every replica (O(replicas)),
+while a manifest only needs the symbolic per-role wiring, which is O(roles). Both call the same
+framework code (`kubetrain.frameworks.WIRE`), so the env contract is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from ....frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, Value, WireContext
+from ....frameworks.common import program_argv
+from ....plan import procs_per_replica, replica_counts
+from ....spec import JobSpec, ReplicaSettings, TrainJob
+from ....spec.errors import Path
+from ..names import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
+from .errors import Problems
+
+FILES_DIR = "/etc/kubetrain"
+"""Where the job's files (hostfiles) are mounted from their ConfigMap."""
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+JOB_LABEL = "kubetrain.dev/job"
+ROLE_LABEL = "kubetrain.dev/role"
+INDEX_LABEL = "kubetrain.dev/replica-index"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+RESERVED_LABELS = (MANAGED_BY, JOB_LABEL, ROLE_LABEL, INDEX_LABEL)
+
+_LIST_FIELDS = {"mounts", "ports", "tolerations", "env_from"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Render options that do not come from the spec."""
+
+    namespace: str | None = None
+    api_access: bool = False
+    """Replicas call the Kubernetes API (the cluster resolver): mount the service account token."""
+    uid: int | None = None
+    """The submitting user's uid/gid, for `security.runAsUser: true` (default: this process's)."""
+    gid: int | None = None
+    git_sync_image: str = "registry.k8s.io/git-sync/git-sync:v4.4.2"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Object names and replica addresses of one flavor."""
+
+    base: str
+    """Name of the root object (and prefix of the others): the job name, shortened if needed."""
+    host_pattern: str
+    """`{role}`/`{index}` pattern of a replica's stable DNS name."""
+    service: str | None
+    """The headless Service (or JobSet subdomain) that publishes those names."""
+    index_env: str
+    """Variable holding the replica's index inside a pod."""
+
+
+@dataclass(frozen=True)
+class RoleView:
+    """One role as rendered: its wiring, settings, and what its container runs."""
+
+    role: str
+    replicas: int
+    wiring: RoleWiring
+    settings: ReplicaSettings
+    env: dict[str, Value]
+    """Framework env (the role's, with its single process's merged over it)."""
+    argv: tuple[str, ...] | None
+    """The program; None when the replica only hosts processes a launcher starts (it waits)."""
+    procs: int
+
+
+def room_for_base(counts: dict[str, int], per_role_extra: int) -> int:
+    """Longest base name such that `<base>-<role>[...]-<index>` stays a DNS label for every replica."""
+    widest = max(len(role) + per_role_extra + index_suffix_len(n) for role, n in counts.items())
+    return 63 - 1 - widest
+
+
+def base_name(name: str, room: int, *, rfc1035: bool) -> str:
+    """The job name if it fits (and starts with a letter where a Service is named after it), else a
+    sanitized, hashed form (names.py): distinct job names never share objects."""
+    return dns1035_label(name, max_len=room) if rfc1035 else dns_label(name, max_len=room)
+
+
+def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
+    """As `plan` does: an implied role (MPI's launcher) runs with the first role's settings."""
+    if spec.roles is not None and role not in spec.roles:
+        return spec.role_settings(next(iter(spec.roles)))
+    return spec.role_settings(role)
+
+
+@dataclass
+class Ctx:
+    """One render in progress."""
+
+    job: TrainJob
+    name: str
+    flavor: str
+    layout: Layout
+    options: Options
+    topology: Topology
+    roles: list[RoleView]
+    files: dict[str, str]
+    problems: Problems
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.job.spec
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(v.replicas for v in self.roles)
+
+    @property
+    def launcher_style(self) -> bool:
+        """Some replicas only host processes a launcher role starts (MPI, DeepSpeed's launcher)."""
+        return any(v.argv is None for v in self.roles)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    # -- field paths -----------------------------------------------------------------------------------
+
+    def where(self, role: str, *fields: str | int) -> Path:
+        """Spec path of a merged setting of `role`: the role's own field if it set it, else the job's.
+
+        `fields` are attribute names (snake_case) and list indexes into the merged value; lists merge
+        by appending the role's items to the job's, so an index past the job's items is the role's.
+        """
+        head, rest = str(fields[0]), list(fields[1:])
+        spec = self.spec
+        override = spec.roles.get(role) if spec.roles else None
+        if override is not None and head in override.model_fields_set:
+            if rest and isinstance(rest[0], int) and head in _LIST_FIELDS:
+                inherited = len(getattr(spec, head) or [])
+                if rest[0] < inherited:
+                    return ("spec", to_camel(head), *_camel(rest))
+                return ("spec", "roles", role, to_camel(head), rest[0] - inherited, *_camel(rest[1:]))
+            value = getattr(override, head)
+            if rest and isinstance(rest[0], str) and hasattr(value, "model_fields_set"):
+                if rest[0] not in value.model_fields_set:
+                    return ("spec", to_camel(head), *_camel(rest))
+            return ("spec", "roles", role, to_camel(head), *_camel(rest))
+        return ("spec", to_camel(head), *_camel(rest))
+
+    # -- metadata --------------------------------------------------------------------------------------
+
+    def labels(self, role: str | None = None) -> dict[str, str]:
+        """Labels of every object (and pod) of this job; the role's when it belongs to one."""
+        out = dict(self.job.metadata.labels)
+        out[MANAGED_BY] = "kubetrain"
+        out[JOB_LABEL] = label_value(self.name)
+        if role is not None:
+            out[ROLE_LABEL] = role
+        return out
+
+    def metadata(self, name: str, role: str | None = None, *, queue_label: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name}
+        if self.options.namespace:
+            meta["namespace"] = self.options.namespace
+        labels = self.labels(role)
+        if queue_label and self.spec.scheduling.queue:
+            labels[KUEUE_QUEUE_LABEL] = self.spec.scheduling.queue
+        meta["labels"] = labels
+        if self.job.metadata.annotations:
+            meta["annotations"] = dict(self.job.metadata.annotations)
+        return meta
+
+    def selector(self, role: str | None = None) -> dict[str, str]:
+        out = {JOB_LABEL: label_value(self.name)}
+        if role is not None:
+            out[ROLE_LABEL] = role
+        return out
+
+
+def _camel(parts: list[str | int]) -> list[str | int]:
+    return [to_camel(p) if isinstance(p, str) else p for p in parts]
+
+
+def wire_roles(
+    job: TrainJob, name: str, layout: Layout, problems: Problems
+) -> tuple[Topology, list[RoleView], dict[str, str]]:
+    """Wire every role over the flavor's uniform topology (stable DNS names, one port per role)."""
+    spec = job.spec
+    counts = replica_counts(spec)
+    port = DEFAULT_PORTS[spec.framework]
+    topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports={r: port for r in counts})
+    views: list[RoleView] = []
+    files: dict[str, str] = {}
+    for role, replicas in counts.items():
+        settings = settings_for(spec, role)
+        procs = procs_per_replica(settings)
+        wiring = WIRE[spec.framework](
+            WireContext(name, spec, role, settings, topology, procs, False, FILES_DIR)
+        )
+        files.update(wiring.files)
+        env = dict(wiring.env)
+        argv: tuple[str, ...] | None
+        if len(wiring.processes) > 1:
+            where = ("spec", "roles", role, "procsPerReplica") if spec.roles and role in spec.roles else (
+                "spec", "procsPerReplica")
+            problems.add(
+                where,
+                f"{spec.framework.value} starts {len(wiring.processes)} processes per replica, and on "
+                "Kubernetes a replica (pod) runs one program",
+                hint="use one process per replica and scale `replicas` instead",
+            )
+            argv = wiring.processes[0].argv
+        elif wiring.processes:
+            env.update(wiring.processes[0].env)
+            argv = wiring.processes[0].argv
+        else:
+            argv = _own_program(spec, role)
+        views.append(RoleView(role, replicas, wiring, settings, env, argv, procs))
+    return topology, views, files
+
+
+def _own_program(spec: JobSpec, role: str) -> tuple[str, ...] | None:
+    """A hosting replica (MPI worker) runs the program its role names itself, e.g. `sshd -D`, if any;
+    a program inherited from the job is the launcher's, not the host's."""
+    override = spec.roles.get(role) if spec.roles else None
+    if override is not None and "run" in override.model_fields_set and override.run is not None:
+        return tuple(program_argv(override.run))
+    return None
+
+
+def check_labels(ctx: Ctx) -> None:
+    """kubetrain's own labels select the job's pods: a user label may not redefine them."""
+    for key in RESERVED_LABELS:
+        if key in ctx.job.metadata.labels:
+            ctx.problems.add(("metadata", "labels", key), "is set by kubetrain and cannot be given")
+    for view in ctx.roles:
+        for key in RESERVED_LABELS:
+            if view.settings.labels and key in view.settings.labels:
+                ctx.problems.add(ctx.where(view.role, "labels", key), "is set by kubetrain and cannot be given")
+    queue = ctx.spec.scheduling.queue
+    if queue is not None and ctx.flavor != "volcano" and not is_label_value(queue):
+        ctx.problems.add(("spec", "scheduling", "queue"), "must be a valid label value (it becomes the "
+                         f"{KUEUE_QUEUE_LABEL} label)")
+
+
+__all__ = [
+    "FILES_DIR",
+    "INDEX_LABEL",
+    "JOB_LABEL",
+    "KUEUE_QUEUE_LABEL",
+    "MANAGED_BY",
+    "ROLE_LABEL",
+    "Ctx",
+    "Layout",
+    "Options",
+    "RoleView",
+    "base_name",
+    "check_labels",
+    "room_for_base",
+    "settings_for",
+    "wire_roles",
+]

@@ -1,0 +1,327 @@
+"""One role's pod template, shared by every flavor: container, env, resources, volumes, security, placement.
+
+Env order in the container: the engine's index variable (where kubetrain adds it), the framework's
+static variables, then the user's `env` (so the user wins on a name, and Kubernetes' `$(VAR)` expansion
+sees the framework's values). Index-dependent variables are exported by the start-up script; a user
+variable that refers to one of them (`$(RANK)`) is computed there too, with the same expansion rules,
+so it gets the value it gets locally.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ....frameworks import is_static
+from ....spec import Security
+from ....spec.kube_models import kube_to_dict
+from ....spec.model import ReplicaSettings
+from .context import INDEX_LABEL, Ctx, RoleView
+from .entrypoint import (
+    DEBUG_DIR,
+    DEBUG_DIR_ENV,
+    is_shell_name,
+    kube_refs,
+    kube_value_expr,
+    script,
+    value_expr,
+)
+from .resources import ResourcePlan, resource_plan
+from .volumes import VolumePlan, volume_plan
+
+PORT_NAME = "kubetrain"
+
+
+@dataclass(frozen=True)
+class PodStyle:
+    """What differs between flavors in a pod template."""
+
+    index_env: str
+    """Variable with the replica's index (set by the engine, or by `index_field_ref`)."""
+    index_field_ref: str | None = None
+    """Downward-API field that holds the index, when the engine sets no variable for it."""
+    engine_env: tuple[str, ...] = ()
+    """Variables the engine adds to the container (user `$(VAR)` references may use them)."""
+    container_name: str = "main"
+    port_name: str = PORT_NAME
+    restart_policy: str | None = "Never"
+    subdomain: str | None = None
+    pod_scheduler: bool = True
+    """Set the pod's schedulerName (Volcano sets it from the job's instead)."""
+    automount_token: bool | None = None
+    """Force automountServiceAccountToken (an operator that needs the API in the pod)."""
+
+
+def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
+    settings = view.settings
+    debug = ctx.spec.run_mode == "Debug"
+    resources = resource_plan(ctx, view)
+    volumes = volume_plan(ctx, view, debug=debug)
+    env, exports = container_env(ctx, view, style, debug=debug)
+    mode = "wait" if view.argv is None else ("debug" if debug else "exec")
+    entry = script(index_env=style.index_env, exports=exports, mode=mode)
+
+    container: dict[str, Any] = {"name": style.container_name, "image": settings.image or ""}
+    if settings.image is None:
+        ctx.problems.add(
+            ctx.where(view.role, "image"), "is required on Kubernetes (the local backend runs on this machine)",
+            hint="set spec.image, or the image of each role (spec.roles.<role>.image)",
+        )
+    if settings.image_pull_policy:
+        container["imagePullPolicy"] = settings.image_pull_policy
+    container["command"] = entry.command()
+    if view.argv is not None:
+        container["args"] = list(view.argv)
+    if settings.working_dir:
+        container["workingDir"] = settings.working_dir
+    container["env"] = env
+    if settings.env_from:
+        container["envFrom"] = kube_to_dict(settings.env_from)
+    ports = container_ports(ctx, view, style)
+    if ports:
+        container["ports"] = ports
+    if resources.requests or resources.limits:
+        container["resources"] = resources.container_resources()
+    if volumes.mounts:
+        container["volumeMounts"] = volumes.mounts
+    container["securityContext"] = container_security(ctx, view, volumes)
+    if ctx.spec.tty:
+        container["tty"] = True
+    if ctx.spec.stdin:
+        container["stdin"] = True
+
+    spec: dict[str, Any] = {}
+    if style.restart_policy is not None:
+        spec["restartPolicy"] = style.restart_policy
+    if style.subdomain is not None:
+        spec["subdomain"] = style.subdomain
+    spec.update(placement(ctx, view, resources, style))
+    if ctx.spec.service_account:
+        spec["serviceAccountName"] = ctx.spec.service_account
+    automount = bool(ctx.spec.service_account) or ctx.options.api_access
+    spec["automountServiceAccountToken"] = style.automount_token if style.automount_token is not None else automount
+    spec["securityContext"] = pod_security(ctx, view)
+    sec = settings.security or Security()
+    if sec.host_ipc:
+        spec["hostIPC"] = True
+    if sec.host_network:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"  # keep resolving the job's Service names
+    if volumes.init_containers:
+        spec["initContainers"] = volumes.init_containers
+    spec["containers"] = [container]
+    if volumes.volumes:
+        spec["volumes"] = volumes.volumes
+
+    metadata: dict[str, Any] = {"labels": pod_labels(ctx, view)}
+    annotations = pod_annotations(ctx, view, resources)
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"metadata": metadata, "spec": spec}
+
+
+# -- env ---------------------------------------------------------------------------------------------
+
+
+def env_path(ctx: Ctx, view: RoleView, name: str) -> tuple[str | int, ...]:
+    """Spec path of the user variable `name` (env merges by name: the role's definition wins)."""
+    spec = ctx.spec
+    role = spec.roles.get(view.role) if spec.roles else None
+    for owner, path in ((role, ("spec", "roles", view.role, "env")), (spec, ("spec", "env"))):
+        for i, var in enumerate((owner.env or []) if owner is not None else []):
+            if var.name == name:
+                return (*path, i)
+    return ("spec", "env")
+
+
+def container_env(
+    ctx: Ctx, view: RoleView, style: PodStyle, *, debug: bool
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """(container env list, script exports)."""
+    user = list(view.settings.env or [])
+    user_names = {var.name for var in user}
+    env: list[dict[str, Any]] = []
+    exports: list[tuple[str, str]] = []
+    if style.index_env in user_names:
+        ctx.problems.add(env_path(ctx, view, style.index_env),
+                         f"{style.index_env} holds the replica index in the {ctx.flavor} flavor; it cannot be set")
+    if style.index_field_ref is not None:
+        env.append({"name": style.index_env, "valueFrom": {"fieldRef": {"fieldPath": style.index_field_ref}}})
+    defined = {style.index_env, *style.engine_env}
+    dynamic: set[str] = set()
+    for name, value in view.env.items():
+        if name in user_names:
+            continue
+        if is_static(value):
+            text = value if isinstance(value, str) else "".join(str(p) for p in value)
+            # `$$` is a literal `$` to Kubernetes: framework values are never expanded.
+            env.append({"name": name, "value": text.replace("$", "$$")})
+        else:
+            exports.append((name, value_expr(value, style.index_env, ctx.topology)))
+            dynamic.add(name)
+        defined.add(name)
+    if debug:
+        env.append({"name": DEBUG_DIR_ENV, "value": DEBUG_DIR})
+        defined.add(DEBUG_DIR_ENV)
+    computed = set(dynamic)
+    loose = bool(view.settings.env_from)  # envFrom may define names not known here
+    for var in user:
+        raw = var.value
+        if var.value_from is None and raw and kube_refs(raw) & computed:
+            word = kube_value_expr(raw, defined, loose)
+            if word is None or not is_shell_name(var.name):
+                ctx.problems.add(
+                    env_path(ctx, view, var.name),
+                    f"refers to a per-replica variable ({', '.join(sorted(kube_refs(raw) & computed))}), so it "
+                    "is computed at container start, and that needs shell names for it and what it refers to",
+                )
+            else:
+                exports.append((var.name, word))
+                computed.add(var.name)
+        else:
+            env.append(kube_to_dict(var))
+        defined.add(var.name)
+    return env, exports
+
+
+# -- ports -------------------------------------------------------------------------------------------
+
+
+def container_ports(ctx: Ctx, view: RoleView, style: PodStyle) -> list[dict[str, Any]]:
+    ports: list[dict[str, Any]] = []
+    user = view.settings.ports or []
+    framework = view.wiring.port
+    if framework is not None and all(p.container != framework for p in user):
+        ports.append({"name": style.port_name, "containerPort": framework, "protocol": "TCP"})
+    names = {style.port_name} if ports else set()
+    for i, port in enumerate(user):
+        item: dict[str, Any] = {"containerPort": port.container, "protocol": port.protocol}
+        if port.name is not None:
+            if port.name in names:
+                ctx.problems.add(ctx.where(view.role, "ports", i, "name"),
+                                 f"port name {port.name!r} is already used in the pod")
+            names.add(port.name)
+            item = {"name": port.name, **item}
+        ports.append(item)
+    return ports
+
+
+# -- placement ---------------------------------------------------------------------------------------
+
+
+def placement(ctx: Ctx, view: RoleView, resources: ResourcePlan, style: PodStyle) -> dict[str, Any]:
+    """priorityClassName, schedulerName, nodeSelector, affinity (with node pools), tolerations."""
+    settings: ReplicaSettings = view.settings
+    scheduling = ctx.spec.scheduling
+    out: dict[str, Any] = {}
+    if scheduling.priority_class:
+        out["priorityClassName"] = scheduling.priority_class
+    scheduler = scheduling.scheduler_name or resources.scheduler_name
+    if style.pod_scheduler and scheduler:
+        out["schedulerName"] = scheduler
+    selector = dict(settings.node_selector or {})
+    extra = dict(resources.node_selector)
+    if scheduling.node_type is not None:
+        extra[scheduling.node_type_label] = scheduling.node_type
+    for key, value in extra.items():
+        if key in selector and selector[key] != value:
+            ctx.problems.add(ctx.where(view.role, "node_selector", key),
+                             f"conflicts with {key}={value} required by the resources or scheduling.nodeType")
+        selector[key] = value
+    if selector:
+        out["nodeSelector"] = selector
+    affinity: dict[str, Any] = kube_to_dict(settings.affinity) if settings.affinity is not None else {}
+    if scheduling.node_pools:
+        if len(scheduling.node_pools) > 100:
+            ctx.problems.add(("spec", "scheduling", "nodePools"), "at most 100 pools (affinity weights 100..1)")
+        # Weights 100, 99, ...: the scheduler prefers the first pool, then the next.
+        terms = [
+            {"weight": 100 - i,
+             "preference": {"matchExpressions": [{"key": scheduling.node_pool_label, "operator": "In",
+                                                  "values": [pool]}]}}
+            for i, pool in enumerate(scheduling.node_pools[:100])
+        ]
+        node = affinity.setdefault("nodeAffinity", {})
+        node.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).extend(terms)
+    if affinity:
+        out["affinity"] = affinity
+    if settings.tolerations:
+        out["tolerations"] = kube_to_dict(settings.tolerations)
+    return out
+
+
+# -- security ----------------------------------------------------------------------------------------
+
+
+def pod_security(ctx: Ctx, view: RoleView) -> dict[str, Any]:
+    sec = view.settings.security or Security()
+    seccomp: dict[str, Any] = {"type": sec.seccomp_profile_type}
+    if sec.seccomp_localhost_profile is not None:
+        seccomp["localhostProfile"] = sec.seccomp_localhost_profile
+    out: dict[str, Any] = {"seccompProfile": seccomp}
+    uid, gid = sec.run_as_uid, sec.run_as_gid
+    if sec.run_as_user:
+        uid = ctx.options.uid if ctx.options.uid is not None else os.getuid()
+        gid = ctx.options.gid if ctx.options.gid is not None else os.getgid()
+    if uid is not None:
+        out["runAsUser"] = uid
+    if gid is not None:
+        out["runAsGroup"] = gid
+    if sec.run_as_non_root is not None:
+        out["runAsNonRoot"] = sec.run_as_non_root
+    if sec.supplemental_groups:
+        out["supplementalGroups"] = list(sec.supplemental_groups)
+    return out
+
+
+def container_security(ctx: Ctx, view: RoleView, volumes: VolumePlan) -> dict[str, Any]:
+    """Locked down unless the spec asks otherwise: no privilege escalation, every capability dropped
+    (some added back on request), RuntimeDefault seccomp (pod level)."""
+    sec = view.settings.security or Security()
+    privileged = sec.privileged or bool(volumes.privileged_by)
+    out: dict[str, Any]
+    if privileged:
+        reasons = (["security.privileged"] if sec.privileged else []) + volumes.privileged_by
+        ctx.warn(f"role {view.role}: pods run PRIVILEGED ({', '.join(reasons)}): full access to the host, "
+                 "privilege escalation allowed")
+        # Kubernetes refuses privileged with allowPrivilegeEscalation false; privileged means both.
+        out = {"privileged": True, "allowPrivilegeEscalation": True}
+        if sec.capabilities:
+            out["capabilities"] = {"add": list(sec.capabilities)}
+    else:
+        escalation = sec.allow_privilege_escalation
+        if "SYS_ADMIN" in sec.capabilities and not escalation:
+            # Kubernetes refuses CAP_SYS_ADMIN without privilege escalation: asking for it asks for both.
+            ctx.warn(f"role {view.role}: capability SYS_ADMIN allows privilege escalation")
+            escalation = True
+        caps: dict[str, Any] = {"drop": ["ALL"]}
+        if sec.capabilities:
+            caps["add"] = list(sec.capabilities)
+        out = {"allowPrivilegeEscalation": escalation, "capabilities": caps}
+    if sec.read_only_root_filesystem:
+        out["readOnlyRootFilesystem"] = True
+    return out
+
+
+# -- labels and annotations --------------------------------------------------------------------------
+
+
+def pod_labels(ctx: Ctx, view: RoleView) -> dict[str, str]:
+    labels = {**(view.settings.labels or {}), **ctx.labels(view.role)}
+    if view.replicas == 1:
+        labels[INDEX_LABEL] = "0"  # the only replica: its index is known before the engine runs it
+    return labels
+
+
+def pod_annotations(ctx: Ctx, view: RoleView, resources: ResourcePlan) -> dict[str, str]:
+    annotations = dict(view.settings.annotations or {})
+    for key, value in resources.annotations.items():
+        if key in annotations and annotations[key] != value:
+            ctx.problems.add(ctx.where(view.role, "annotations", key),
+                             f"conflicts with {key}={value}, which gpuSharing sets")
+        annotations[key] = value
+    return annotations
+
+
+__all__ = ["PORT_NAME", "PodStyle", "container_env", "pod_template"]
