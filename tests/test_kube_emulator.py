@@ -19,8 +19,6 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from kube_emulator import KubeEmulator
 
 NS = "default"
@@ -496,7 +494,7 @@ def test_log_follow_streams_until_the_pod_ends(kube_emulator: KubeEmulator, core
     started = time.monotonic()
     lines = list(watch.Watch().stream(core.read_namespaced_pod_log, "p", NS, follow=True))
     assert lines == ["step 1", "step 2", "done"]
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # ended with the pod, not at the 60 s follow cap
     resp = core.read_namespaced_pod_log("p", NS, _preload_content=False)
     assert resp.headers["Content-Type"].startswith("text/plain")
     assert resp.data == b"step 1\nstep 2\ndone\n"
@@ -719,7 +717,7 @@ def test_request_log_counts_api_calls(kube_emulator: KubeEmulator, batch: client
     assert post.body["metadata"]["name"] == "j"
 
 
-def test_requests_without_the_kubeconfig_token_are_401(kube_emulator: KubeEmulator, tmp_path: Path) -> None:
+def test_requests_without_the_kubeconfig_token_are_401(kube_emulator: KubeEmulator) -> None:
     cfg = client.Configuration()
     cfg.host = kube_emulator.url
     with client.ApiClient(cfg) as anonymous, pytest.raises(ApiException) as exc:

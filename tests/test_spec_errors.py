@@ -341,6 +341,10 @@ CASES: list[Bad] = [
     # -- reported by the spec layer (currently escaping or misplaced; see each message) ---------------------
     Bad("env-null-item", pytorch("env: [null]  #!"), "spec.env[0]", "V1EnvVar"),
     Bad("env-missing-name", pytorch("env: [{value: x}]  #!"), "spec.env[0].name", "is required"),
+    Bad("env-field-ref-without-path", pytorch("env: [{name: IP, valueFrom: {fieldRef: {}}}]  #!"),
+        "spec.env[0].valueFrom.fieldRef.fieldPath", "is required"),
+    Bad("toleration-null-item", pytorch("tolerations: [null]  #!"), "spec.tolerations[0]", "V1Toleration"),
+    Bad("env-from-null-item", pytorch("envFrom: [~]  #!"), "spec.envFrom[0]", "V1EnvFromSource"),
     Bad("affinity-missing-required", pytorch("""
         affinity:
           nodeAffinity:
@@ -550,7 +554,37 @@ def test_yaml_error_in_template(tmp_path: Path) -> None:
     assert exc.errors[0].line == 2
 
 
+def test_template_that_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_bytes(b"spec:\n  image: caf\xe9\n")
+    exc, _ = load_bad(job(f"base: base.yaml  #!\nframework: pytorch\n{RUN}\nreplicas: 2"), tmp_path)
+    assert exc.errors[0].file == str(tmp_path / "base.yaml")
+    assert "UTF-8" in str(exc) or "utf-8" in str(exc)
+
+
+def test_base_name_too_long_for_the_file_system(tmp_path: Path) -> None:
+    exc, _ = load_bad(job(f"base: {'t' * 300}  #!\nframework: pytorch\n{RUN}\nreplicas: 2"), tmp_path)
+    assert "not found" in error_at(exc, "spec.base").message
+
+
+def test_error_in_a_dict_is_not_blamed_on_its_template(tmp_path: Path) -> None:
+    """from_dict data has no file: an error in it must not point into the template it inherits."""
+    (tmp_path / "base.yaml").write_text("spec:\n  framework: pytorch\n  image: base:1\n", encoding="utf-8")
+    data = {"metadata": {"name": "demo"}, "spec": {"base": "base.yaml", "run": {"python": ["a.py"]}, "replicas": 0}}
+    with pytest.raises(SpecError) as info:
+        from_dict(data, base_dir=tmp_path)
+    error = error_at(info.value, "spec.replicas")
+    assert error.file is None and error.line is None
+
+
 # -- whole files ---------------------------------------------------------------------------------------------
+
+
+def test_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_bytes(MINIMAL.replace("demo", "d\xe9mo").encode("latin-1"))
+    with pytest.raises(SpecError) as info:
+        load_file(path)
+    assert info.value.errors[0].file == str(path)
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ See README.md in this directory for the full contract and the known gaps.
 from .emulator import KubeEmulator
 from .errors import ApiError, Cause
 from .resources import ResourceType
-from .server import Fault, RequestRecord
 from .store import ValidationFailure
+from .transport import Fault, RequestRecord
 
 __all__ = ["ApiError", "Cause", "Fault", "KubeEmulator", "RequestRecord", "ResourceType", "ValidationFailure"]

@@ -21,9 +21,10 @@ import yaml
 
 from . import kubelet
 from .patches import merge_patch
-from .resources import DEFAULT_CRD_DIR, ResourceType
-from .server import ApiServer, Fault, RequestRecord
+from .resources import DEFAULT_CRD_DIR, ResourceType, default_crd_keys
+from .server import ApiServer
 from .store import BodyValidator, Obj, Store, ValidationFailure, now
+from .transport import Fault, RequestRecord
 
 _DEFAULT_SETTINGS = {"strict_namespaces": True, "max_object_bytes": 1_572_864}
 
@@ -45,7 +46,7 @@ class KubeEmulator:
     ) -> None:
         self.store = Store(crd_dir, history_limit)
         self._history_limit = history_limit
-        self.default_crds = sorted(self.store.available_crds) if crds is None else list(crds)
+        self.default_crds = default_crd_keys(self.store.available_crds) if crds is None else list(crds)
         self.token = token if token is not None else secrets.token_hex(16)
         self._api = ApiServer(self.store, self.token)
         self.url = ""
@@ -167,9 +168,11 @@ class KubeEmulator:
 
     @property
     def available_crds(self) -> list[str]:
+        """Keys for :meth:`install_crds`: CRD names (file stems where two files define one CRD)."""
         return sorted(self.store.available_crds)
 
     def installed_crds(self) -> list[str]:
+        """Names of the CRDs the cluster has now."""
         return sorted(o["metadata"]["name"] for o in self.objects("customresourcedefinitions"))
 
     def install_crds(self, names: Iterable[str]) -> None:

@@ -328,19 +328,35 @@ def _strip_schemas(text: str) -> str:
 
 
 def load_crd_dir(directory: Path) -> dict[str, CrdSource]:
-    """CRD name → source for every ``*.yaml`` in ``directory``; read once per process."""
+    """Key → source for every CRD in ``directory``'s ``*.yaml``; read once per process.
+
+    The key is the CRD's name, except where two files define the same CRD (``/work/shared/crds``
+    has MPIJob from both the training operator and the MPI operator): then it is the file stem.
+    """
     directory = directory.resolve()
     with _crd_cache_lock:
         cached = _crd_cache.get(directory)
         if cached is not None:
             return cached
-        crds: dict[str, CrdSource] = {}
+        found: list[tuple[str, Path, dict[str, Any]]] = []
         for path in sorted(directory.glob("*.yaml")):
             for doc in yaml.load_all(_strip_schemas(path.read_text()), Loader=_LOADER):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    name = doc["metadata"]["name"]
-                    if name in crds:
-                        raise ValueError(f"CRD {name} defined twice under {directory}")
-                    crds[name] = CrdSource(name, path, doc)
+                    found.append((doc["metadata"]["name"], path, doc))
+        names = [name for name, _, _ in found]
+        crds: dict[str, CrdSource] = {}
+        for name, path, doc in found:
+            key = name if names.count(name) == 1 else path.stem
+            crds[key] = CrdSource(name, path, doc)
         _crd_cache[directory] = crds
         return crds
+
+
+def default_crd_keys(crds: dict[str, CrdSource]) -> list[str]:
+    """Every CRD, but only the first file of a CRD defined twice (a cluster can hold only one)."""
+    keys, seen = [], set()
+    for key in sorted(crds):
+        if crds[key].name not in seen:
+            keys.append(key)
+            seen.add(crds[key].name)
+    return keys

@@ -131,12 +131,15 @@ class Store:
 
     def install_crds(self, names: Iterable[str]) -> None:
         with self.cond:
-            for name in names:
-                if name not in self.available_crds:
-                    raise KeyError(f"unknown CRD {name!r}; available: {sorted(self.available_crds)}")
-                if ("", name) in self.objects.get(CRD_KEY, {}):
+            for key in names:
+                if key not in self.available_crds:
+                    raise KeyError(f"unknown CRD {key!r}; available: {sorted(self.available_crds)}")
+                crd = self.available_crds[key].summary
+                installed = self.objects.get(CRD_KEY, {}).get(("", crd["metadata"]["name"]))
+                if installed is not None:
+                    if installed["spec"] is not crd["spec"]:
+                        raise ValueError(f"{key} conflicts with the installed CRD {crd['metadata']['name']}")
                     continue
-                crd = self.available_crds[name].summary
                 # Shared, never mutated: reset() runs per test and must stay cheap.
                 meta = {**crd["metadata"], "uid": str(uuid.uuid4()), "creationTimestamp": now(), "generation": 1}
                 self._commit(CRD_KEY, "ADDED", {**crd, "metadata": meta, "status": self._crd_status(crd)}, None)

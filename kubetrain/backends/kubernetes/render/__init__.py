@@ -22,10 +22,11 @@ import copy
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
+from ....frameworks import Topology
 from ....plan import Plan, replica_counts
 from ....spec import DistributedConfig, TrainJob
 from . import job as job_flavor
@@ -57,6 +58,8 @@ class Rendered:
     flavor: str = "job"
     name: str = ""
     """The job's name (a namePrefix job gets a generated one)."""
+    topology: Topology | None = None
+    """Where the replicas are reachable (stable DNS names): what `plan` gives the same addresses for."""
 
     @property
     def root(self) -> dict[str, Any]:
@@ -141,9 +144,9 @@ def render_manifests(
     objects += port_services(ctx)
     _check_sizes(ctx, objects)
     problems.raise_if_any()
-    rendered = Rendered(objects, list(ctx.warnings), flavor, name)
+    rendered = Rendered(objects, list(ctx.warnings), flavor, name, topology)
     if owner_uid is not None:
-        rendered = Rendered(rendered.with_owner(owner_uid), rendered.warnings, flavor, name)
+        rendered = replace(rendered, objects=rendered.with_owner(owner_uid))
     return rendered
 
 

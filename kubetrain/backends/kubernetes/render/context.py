@@ -31,6 +31,7 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RESERVED_LABELS = (MANAGED_BY, JOB_LABEL, ROLE_LABEL, INDEX_LABEL)
 
 _LIST_FIELDS = {"mounts", "ports", "tolerations", "env_from"}
+_MODEL_FIELDS = {"resources", "security"}
 
 
 @dataclass(frozen=True)
@@ -128,27 +129,33 @@ class Ctx:
 
     # -- field paths -----------------------------------------------------------------------------------
 
-    def where(self, role: str, *fields: str | int) -> Path:
+    def where(self, role: str, head: str, *rest: str | int) -> Path:
         """Spec path of a merged setting of `role`: the role's own field if it set it, else the job's.
 
-        `fields` are attribute names (snake_case) and list indexes into the merged value; lists merge
-        by appending the role's items to the job's, so an index past the job's items is the role's.
+        `head` is a settings attribute (snake_case). For `resources` and `security` the next part is an
+        attribute of that object (snake_case too); anything else is a map key or a list index, kept as
+        is. Lists merge by appending the role's items to the job's, so an index past the job's is the role's.
         """
-        head, rest = str(fields[0]), list(fields[1:])
+        tail: list[str | int] = list(rest)
+        if head in _MODEL_FIELDS and tail and isinstance(tail[0], str):
+            sub: str | None = tail[0]
+            tail[0] = to_camel(tail[0])
+        else:
+            sub = None
         spec = self.spec
+        job_path: Path = ("spec", to_camel(head), *tail)
         override = spec.roles.get(role) if spec.roles else None
-        if override is not None and head in override.model_fields_set:
-            if rest and isinstance(rest[0], int) and head in _LIST_FIELDS:
-                inherited = len(getattr(spec, head) or [])
-                if rest[0] < inherited:
-                    return ("spec", to_camel(head), *_camel(rest))
-                return ("spec", "roles", role, to_camel(head), rest[0] - inherited, *_camel(rest[1:]))
-            value = getattr(override, head)
-            if rest and isinstance(rest[0], str) and hasattr(value, "model_fields_set"):
-                if rest[0] not in value.model_fields_set:
-                    return ("spec", to_camel(head), *_camel(rest))
-            return ("spec", "roles", role, to_camel(head), *_camel(rest))
-        return ("spec", to_camel(head), *_camel(rest))
+        if override is None or head not in override.model_fields_set:
+            return job_path
+        role_path: Path = ("spec", "roles", role, to_camel(head))
+        if tail and isinstance(tail[0], int) and head in _LIST_FIELDS:
+            inherited = len(getattr(spec, head) or [])
+            if tail[0] < inherited:
+                return job_path
+            return (*role_path, tail[0] - inherited, *tail[1:])
+        if sub is not None and sub not in getattr(override, head).model_fields_set:
+            return job_path
+        return (*role_path, *tail)
 
     # -- metadata --------------------------------------------------------------------------------------
 
@@ -178,10 +185,6 @@ class Ctx:
         if role is not None:
             out[ROLE_LABEL] = role
         return out
-
-
-def _camel(parts: list[str | int]) -> list[str | int]:
-    return [to_camel(p) if isinstance(p, str) else p for p in parts]
 
 
 def wire_roles(

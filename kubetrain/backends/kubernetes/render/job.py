@@ -12,9 +12,9 @@ from typing import Any
 
 from ..names import dns1035_label
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
-from .services import headless_service
 from .pod import PodStyle, pod_template
 from .policy import check_common, gang_size, pod_failure_policy, restarts_allowed, suspended
+from .services import headless_service
 
 INDEX_ENV = "JOB_COMPLETION_INDEX"
 

@@ -26,6 +26,9 @@ from .policy import check_common, kubeflow_run_policy
 API_VERSION = "kubeflow.org/v1"
 INDEX_ENV = "KUBETRAIN_REPLICA_INDEX"
 INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
+OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
+                "TF_CONFIG", "PET_*")
+"""Variables the training operator appends to the container's env (after kubetrain's, so they would win)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def replica_spec(ctx: Ctx, view: RoleView, kind: Kind) -> dict[str, Any]:
     # MPIJob's launcher runs `kubectl exec` into the workers with the token the operator grants it.
     launcher = kind.kind == "MPIJob" and view.role == "launcher"
     style = PodStyle(index_env=INDEX_ENV, index_field_ref=INDEX_FIELD, container_name=kind.container,
-                     port_name=kind.port_name, restart_policy=None,
+                     port_name=kind.port_name, restart_policy=None, engine_overrides=OPERATOR_ENV,
                      automount_token=True if launcher else None)
     return {
         "replicas": view.replicas,

@@ -21,6 +21,7 @@ from .context import INDEX_LABEL, Ctx, RoleView
 from .entrypoint import (
     DEBUG_DIR,
     DEBUG_DIR_ENV,
+    Mode,
     is_shell_name,
     kube_refs,
     kube_value_expr,
@@ -43,6 +44,9 @@ class PodStyle:
     """Downward-API field that holds the index, when the engine sets no variable for it."""
     engine_env: tuple[str, ...] = ()
     """Variables the engine adds to the container (user `$(VAR)` references may use them)."""
+    engine_overrides: tuple[str, ...] = ()
+    """Names (or `PREFIX*`) the engine appends to the container's env, overriding ours: the start-up
+    script exports kubetrain's (or the user's) values for them again."""
     container_name: str = "main"
     port_name: str = PORT_NAME
     restart_policy: str | None = "Never"
@@ -59,7 +63,7 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     resources = resource_plan(ctx, view)
     volumes = volume_plan(ctx, view, debug=debug)
     env, exports = container_env(ctx, view, style, debug=debug)
-    mode = "wait" if view.argv is None else ("debug" if debug else "exec")
+    mode: Mode = "wait" if view.argv is None else ("debug" if debug else "exec")
     entry = script(index_env=style.index_env, exports=exports, mode=mode)
 
     container: dict[str, Any] = {"name": style.container_name, "image": settings.image or ""}
@@ -157,6 +161,8 @@ def container_env(
             text = value if isinstance(value, str) else "".join(str(p) for p in value)
             # `$$` is a literal `$` to Kubernetes: framework values are never expanded.
             env.append({"name": name, "value": text.replace("$", "$$")})
+            if _overridden(style, name):
+                exports.append((name, value_expr(text, style.index_env, ctx.topology)))
         else:
             exports.append((name, value_expr(value, style.index_env, ctx.topology)))
             dynamic.add(name)
@@ -168,8 +174,13 @@ def container_env(
     loose = bool(view.settings.env_from)  # envFrom may define names not known here
     for var in user:
         raw = var.value
-        if var.value_from is None and raw and kube_refs(raw) & computed:
-            word = kube_value_expr(raw, defined, loose)
+        overridden = _overridden(style, var.name)
+        if overridden and var.value_from is not None:
+            ctx.problems.add(env_path(ctx, view, var.name),
+                             f"is also set by the {ctx.flavor} flavor's operator, which would override a value "
+                             "from valueFrom; give it a plain value (kubetrain then sets it at container start)")
+        if var.value_from is None and (overridden or (raw and kube_refs(raw) & computed)):
+            word = kube_value_expr(raw or "", defined, loose)
             if word is None or not is_shell_name(var.name):
                 ctx.problems.add(
                     env_path(ctx, view, var.name),
@@ -183,6 +194,10 @@ def container_env(
             env.append(kube_to_dict(var))
         defined.add(var.name)
     return env, exports
+
+
+def _overridden(style: PodStyle, name: str) -> bool:
+    return any(name == o or (o.endswith("*") and name.startswith(o[:-1])) for o in style.engine_overrides)
 
 
 # -- ports -------------------------------------------------------------------------------------------

@@ -4,18 +4,7 @@ The spec's meaning (the local backend implements it exactly): a failed replica e
 under OnFailure/Always/ExitCode (retryable codes), restarts it, at most runPolicy.backoffLimit times
 (default 0). ExitCode: 1–127 permanent, 128–255 retried, overridden by exitCodes.
 
-| spec                        | job                        | jobset                               | volcano                      | kubeflow |
-|-----------------------------|----------------------------|--------------------------------------|------------------------------|----------|
-| restarts (backoffLimit)     | Job backoffLimit (per pod) | failurePolicy.maxRestarts (gang)     | PodFailed→RestartJob, maxRetry | runPolicy.backoffLimit |
-| ExitCode permanent codes    | podFailurePolicy FailJob   | Job podFailurePolicy + FailJobSet rule | exitCode→TerminateJob policies | restartPolicy ExitCode (no overrides) |
-| preemption (requeue)        | podFailurePolicy Ignore    | podFailurePolicy Ignore              | PodEvicted→RestartJob        | operator default |
-| terminateAfterPreemption    | podFailurePolicy FailJob   | FailJobSet rule                      | PodEvicted→TerminateJob      | refused |
-| activeDeadlineSeconds       | each Job                   | each Job (restarts reset it)         | refused                      | runPolicy |
-| ttlSecondsAfterFinished     | each Job                   | JobSet                               | Volcano Job                  | runPolicy |
-| cleanPodPolicy              | Running only (built in)    | Running only (built in)              | Running only (built in)      | runPolicy |
-| suspend / runMode Pause     | Job suspend                | JobSet suspend                       | refused                      | runPolicy.suspend |
-| gang / minAvailable         | refused                    | whole job, through Kueue (queue)     | minAvailable                 | runPolicy.schedulingPolicy |
-| preemptionLimit             | refused                    | refused                              | refused                      | refused |
+The table of what maps to what, per flavor, is in docs/render.md ("Policies").
 """
 
 from __future__ import annotations

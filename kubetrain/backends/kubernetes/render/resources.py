@@ -3,12 +3,11 @@
 Whole GPUs are `nvidia.com/gpu`; a MIG slice is `nvidia.com/mig-<profile>`. Fractions of a GPU and GPU
 memory exist only through a GPU-sharing scheduler, which the spec names (`resources.gpuSharing`):
 
-| gpuSharing | fraction of a GPU               | gpuMemory                  | gpuLimit                | needs |
-|------------|---------------------------------|----------------------------|-------------------------|-------|
-| hami       | nvidia.com/gpucores (percent)   | nvidia.com/gpumem (MiB)    | no                      | HAMi  |
-| hami on volcano | volcano.sh/vgpu-cores      | volcano.sh/vgpu-memory     | no                      | Volcano's vGPU plugin (HAMi) |
-| runai      | gpu-fraction annotation         | gpu-memory annotation (MiB)| gpu-fraction-limit      | Run:ai / KAI scheduler |
-| aliyun     | aliyun.com/gpu-core.percentage  | aliyun.com/gpu-mem (GiB)   | no                      | Alibaba Cloud gpushare |
+- hami: nvidia.com/gpu + nvidia.com/gpucores (percent of one GPU) + nvidia.com/gpumem (MiB); on the
+  volcano flavor the same through Volcano's vGPU device plugin: volcano.sh/vgpu-number/-cores/-memory.
+- runai: pod annotations gpu-fraction (+ gpu-fraction-limit) or gpu-memory (MiB, + gpu-fraction-num-devices),
+  schedulerName runai-scheduler unless the spec names one (KAI reads the same annotations).
+- aliyun: aliyun.com/gpu-mem (GiB) + aliyun.com/gpu-core.percentage (Alibaba Cloud gpushare / cGPU).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....spec import format_path
 from ....spec.mounts import (
     BindMount,
     ConfigMapMount,
@@ -29,7 +30,6 @@ from ....spec.mounts import (
     SecretMount,
     VolumeMount,
 )
-from ....spec import format_path
 from ..names import child_name
 from .context import FILES_DIR, Ctx, RoleView
 from .entrypoint import DEBUG_DIR
@@ -89,7 +89,7 @@ def volume_plan(ctx: Ctx, view: RoleView, *, debug: bool) -> VolumePlan:
                 hint="create a PersistentVolumeClaim with your S3 CSI driver and mount it as type: volume",
             )
             continue
-        dst = mount.dst or mount.src if isinstance(mount, DeviceMount) else mount.dst
+        dst: str = (mount.dst or mount.src) if isinstance(mount, DeviceMount) else mount.dst
         if not claim(dst, f"mount {i}", where):
             continue
         volume, item = _volume(mount, name)
@@ -111,7 +111,7 @@ def _show(path: tuple[str | int, ...]) -> str:
 
 def _volume(mount: Any, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(pod volume source, extra fields of the container's volumeMount)."""
-    readonly = {"readOnly": True} if getattr(mount, "readonly", False) else {}
+    readonly: dict[str, Any] = {"readOnly": True} if getattr(mount, "readonly", False) else {}
     if isinstance(mount, BindMount):
         return {"hostPath": {"path": mount.src}}, readonly
     if isinstance(mount, VolumeMount):
