@@ -165,7 +165,8 @@ def plan(
 
 def _settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
     if spec.roles is not None and role not in spec.roles:
-        return spec.role_settings(next(iter(spec.roles)))  # an implied role (MPI's launcher) runs like the job
+        # A role the framework implies (MPI's launcher) takes the job-level settings, not another role's.
+        return ReplicaSettings.model_validate({name: getattr(spec, name) for name in ReplicaSettings.model_fields})
     return spec.role_settings(role)
 
 

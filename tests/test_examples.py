@@ -309,7 +309,8 @@ def test_all_fields_shows_both_env_forms_and_value_from() -> None:
 
 def test_all_fields_comments_every_field() -> None:
     """Each field of the model is explained by a comment on (at least) one line where it is written."""
-    text = "\n".join(p.read_text(encoding="utf-8") for p in (ALL_FIELDS / "job.yaml", ALL_FIELDS / "templates/base.yaml"))
+    files = (ALL_FIELDS / "job.yaml", ALL_FIELDS / "templates" / "base.yaml")
+    text = "\n".join(p.read_text(encoding="utf-8") for p in files)
     expected = model_keys(TrainJob) | model_keys(Metadata) | model_keys(JobSpec)
     uncommented = [
         key for key in sorted(expected)
@@ -350,3 +351,19 @@ def _free_topology() -> typing.Any:
             s.bind(("127.0.0.1", 0))
             ports.append(s.getsockname()[1])
     return local_topology({"worker": 2}, ports)
+
+
+@pytest.mark.slow
+def test_mpi_allreduce_example_runs_under_mpirun(tmp_path: Path) -> None:
+    the_plan = plan(load_file(EXAMPLES / "mpi-allreduce" / "job.yaml"), files_dir=str(tmp_path))
+    for name, content in the_plan.files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    launcher = the_plan.processes[0]
+    python_dir = str(Path(sys.executable).parent)  # mpirun starts `python`: this environment's, with mpi4py
+    env = {**os.environ, **launcher.env, "PATH": python_dir + os.pathsep + os.environ.get("PATH", "")}
+    result = subprocess.run(list(launcher.argv), cwd=EXAMPLES / "mpi-allreduce", env=env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert sorted(line for line in lines if line.startswith("allreduce-sum")) == ["allreduce-sum 1"] * 2
+    assert sorted(line.split(" on ")[0] for line in lines if line.startswith("rank")) == ["rank 0 of 2", "rank 1 of 2"]

@@ -7,6 +7,8 @@ gives the same replica over the same addresses.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,7 @@ SPECS: dict[str, dict[str, Any]] = {
                 "run": {"exec": ["./serve", "--port", "8000"]}},
 }
 
-FLAVORS_OF = {name: ("job", "jobset", "volcano", "kubeflow") for name in SPECS}
+FLAVORS_OF: dict[str, tuple[str, ...]] = {name: ("job", "jobset", "volcano", "kubeflow") for name in SPECS}
 FLAVORS_OF["generic"] = ("job", "jobset", "volcano")
 
 
@@ -110,8 +112,6 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
 
 
 def sys_executable() -> str:
-    import sys
-
     return sys.executable
 
 
@@ -198,12 +198,11 @@ def test_debug_mode_holds_the_program_and_writes_a_runnable_script(tmp_path: Pat
     fake.mkdir()
     (fake / "sleep").write_text("#!/bin/sh\necho held\n")
     (fake / "sleep").chmod(0o755)
-    code, seen, err = run_container(container, env, path_dir=fake, program=["/bin/echo"])
+    code, _, err = run_container(container, env, path_dir=fake, program=["/bin/echo"])
     assert code == 0, err
     assert "runMode Debug" in err
     run_sh = (tmp_path / "run.sh").read_text()
-    import subprocess
-
-    out = subprocess.run(["sh", str(tmp_path / "run.sh")], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    out = subprocess.run(["sh", str(tmp_path / "run.sh")], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"})
     assert out.stdout == "python train.py it's $(x)\n", run_sh
     assert "RANK='1'" in run_sh or "RANK=1" in run_sh

@@ -322,7 +322,7 @@ def test_jobset_policies() -> None:
     spec = job_with("jobset", restartPolicy="ExitCode",
                     runPolicy={"backoffLimit": 2, "ttlSecondsAfterFinished": 9, "suspend": True})[0]["spec"]
     assert spec["failurePolicy"] == {"maxRestarts": 2, "rules": [
-        {"name": "permanent-failure", "action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"]}]}
+        {"name": "PermanentFailure", "action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"]}]}
     assert spec["ttlSecondsAfterFinished"] == 9 and spec["suspend"] is True
     inner = spec["replicatedJobs"][0]["template"]["spec"]
     assert inner["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] == list(range(1, 128))
@@ -380,3 +380,30 @@ def test_preemption_limit_is_refused_everywhere(flavor: str) -> None:
     error = refusal(flavor, framework="pytorch", roles=None, replicas=2, scheduling={"preemptionLimit": 1})
     assert error.paths == ["spec.scheduling.preemptionLimit"]
     assert "no Kubernetes flavor can express it" in str(error)
+
+
+@pytest.mark.parametrize("flavor", ["job", "jobset"])
+def test_indexed_jobs_stop_at_a_hundred_thousand_replicas(flavor: str) -> None:
+    assert job_with(flavor, roles={"worker": {"replicas": 100_000}})
+    error = refusal(flavor, roles={"worker": {"replicas": 100_001}})
+    assert error.paths == ["spec.roles.worker.replicas"]
+    assert job_with("volcano", roles={"worker": {"replicas": 100_001}})
+
+
+def test_hosting_replicas_wait_unless_their_role_names_a_program() -> None:
+    waiting = pod_templates(render(make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})))
+    c = main_container(waiting["worker"])
+    assert "args" not in c and "exec sleep 2147483647" in c["command"][2]
+    sshd = pod_templates(render(make_job({
+        "framework": "mpi", "run": {"python": ["a.py"]},
+        "roles": {"launcher": {}, "worker": {"replicas": 2, "run": {"exec": ["/usr/sbin/sshd", "-De"]}}}})))
+    assert main_container(sshd["worker"])["args"] == ["/usr/sbin/sshd", "-De"]
+    assert main_container(sshd["launcher"])["args"][0] == "mpirun"
+
+
+def test_elastic_start_size_must_be_the_worker_replicas() -> None:
+    spec = {"framework": "pytorch", "replicas": 3, "run": {"python": ["t.py"]}}
+    assert render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}}))
+    with pytest.raises(SpecError) as info:
+        render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2}}))
+    assert info.value.paths == ["spec.elastic.expectedReplicas"]

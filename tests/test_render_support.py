@@ -102,6 +102,7 @@ def run_container(
     shell: str = "dash",
     path_dir: Path | None = None,
     program: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> tuple[int, dict[str, Any] | None, str]:
     """Run the container's command + args with `env`, its program replaced by one that prints its argv
     and env. Returns (exit code, what the program saw or None, stderr)."""
@@ -112,7 +113,7 @@ def run_container(
     run_env = dict(env)
     path = os.environ.get("PATH", "")
     run_env["PATH"] = f"{path_dir}:{path}" if path_dir else path
-    proc = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=60, cwd=cwd)
     seen = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.startswith("{") else None
     return proc.returncode, seen, proc.stderr
 

@@ -302,7 +302,8 @@ spec:
 
 def child_of(base: str, spec: str = "", metadata: str = "name: child") -> str:
     body = textwrap.indent(textwrap.dedent(spec).strip("\n"), "  ")
-    return f"apiVersion: kubetrain.dev/v1alpha1\nkind: TrainJob\nmetadata: {{{metadata}}}\nspec:\n  base: {base}\n{body}\n"
+    header = f"apiVersion: kubetrain.dev/v1alpha1\nkind: TrainJob\nmetadata: {{{metadata}}}\n"
+    return f"{header}spec:\n  base: {base}\n{body}\n"
 
 
 @pytest.fixture
@@ -478,3 +479,14 @@ def test_same_template_twice_in_a_chain_is_not_a_loop_when_it_is_not(tmp_path: P
     two = write(tmp_path / "two.yaml", child_of("base.yaml", metadata="name: two"))
     jobs = load_all_files([one, two])
     assert [(j.name, j.spec.image) for j in jobs] == [("one", "shared:1"), ("two", "shared:1")]
+
+
+def test_to_dict_of_a_templated_job_loads_back_anywhere(base_dir: Path, tmp_path: Path) -> None:
+    """`to_dict()` is the merged document (what the local store keeps and `kubetrain resume` reloads): it loads
+    back to the same job without the template files, and a key the job removed with `null` stays removed."""
+    job = load_file(write(base_dir / "job.yaml", child_of("base.yaml", "runPolicy: {activeDeadlineSeconds: null}")))
+    assert job.spec.run_policy.active_deadline_seconds is None
+    assert from_dict(job.to_dict(), base_dir=base_dir) == job
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert from_dict(job.to_dict(), base_dir=elsewhere) == job

@@ -8,6 +8,7 @@ Each process computes the gradient on its own shard; the gradients are averaged 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -22,11 +23,10 @@ def initialize() -> tuple[int, int]:
     """Join the cluster described by kubetrain's env contract; returns (process id, process count)."""
     num_processes = int(os.environ["JAX_NUM_PROCESSES"])
     process_id = int(os.environ["JAX_PROCESS_ID"])
-    try:
-        # Cross-process collectives on CPU go through gloo (GPUs use NCCL, TPUs their interconnect).
+    # Cross-process collectives on CPU go through gloo (GPUs use NCCL, TPUs their interconnect); a jax
+    # without this option has no CPU collectives to configure.
+    with contextlib.suppress(AttributeError):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    except AttributeError:  # a jax without this option
-        pass
     jax.distributed.initialize(
         coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],  # jax would also read it by itself
         num_processes=num_processes,

@@ -12,12 +12,19 @@ import sys
 from mpi4py import MPI
 
 
+def say(line: str) -> None:
+    """One write per line: mpirun merges the ranks' output streams, and `print` writes the text and its
+    newline separately when unbuffered (PYTHONUNBUFFERED), which lets another rank's line slip in between."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
-    print(f"rank {rank} of {size} on {socket.gethostname()}", flush=True)
+    say(f"rank {rank} of {size} on {socket.gethostname()}")
     total = comm.allreduce(rank, op=MPI.SUM)
-    print(f"allreduce-sum {total}", flush=True)
+    say(f"allreduce-sum {total}")
     expected = size * (size - 1) // 2
     if total != expected:
         print(f"rank {rank}: expected {expected}", file=sys.stderr, flush=True)

@@ -18,9 +18,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
-
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch without numpy: harmless here
 
 import torch
 import torch.distributed as dist

@@ -5,21 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import dump
 
 
 def render(args: argparse.Namespace) -> int:
-    from ..backends.kubernetes.render import render_job
+    from ..backends.kubernetes.render import dump, render_job
     from ..spec import load_file
 
     job = load_file(args.file, overrides=args.overrides)
     objects, warnings = render_job(job, args.flavor, args.namespace)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
-    if args.output == "json":
-        sys.stdout.write(dump({"apiVersion": "v1", "kind": "List", "items": objects}, "json"))
-    else:
-        import yaml
-
-        sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, width=120))
+    sys.stdout.write(dump(objects, args.output))
     return 0

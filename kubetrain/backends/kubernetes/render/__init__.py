@@ -31,7 +31,7 @@ from ....plan import Plan, replica_counts
 from ....spec import DistributedConfig, TrainJob
 from . import job as job_flavor
 from . import jobset, kubeflow, volcano
-from .context import Ctx, Layout, Options, check_labels, wire_roles
+from .context import Ctx, Layout, Options, check_spec, wire_roles
 from .errors import FLAVORS, Problems
 from .output import dump, to_json, to_yaml
 from .services import files_configmap, port_services
@@ -138,7 +138,7 @@ def render_manifests(
     topology, roles, files = wire_roles(job, name, layout, problems)
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
     ctx = Ctx(job, name, flavor, layout, options, topology, roles, files, problems)
-    check_labels(ctx)
+    check_spec(ctx)
     objects: list[dict[str, Any]] = module.build(ctx)
     objects += files_configmap(ctx)
     objects += port_services(ctx)

@@ -234,8 +234,9 @@ def _own_program(spec: JobSpec, role: str) -> tuple[str, ...] | None:
     return None
 
 
-def check_labels(ctx: Ctx) -> None:
-    """kubetrain's own labels select the job's pods: a user label may not redefine them."""
+def check_spec(ctx: Ctx) -> None:
+    """kubetrain's own labels select the job's pods: a user label may not redefine them. Also the spec
+    values that must be valid as Kubernetes names or labels, and start sizes that contradict each other."""
     for key in RESERVED_LABELS:
         if key in ctx.job.metadata.labels:
             ctx.problems.add(("metadata", "labels", key), "is set by kubetrain and cannot be given")
@@ -243,6 +244,13 @@ def check_labels(ctx: Ctx) -> None:
         for key in RESERVED_LABELS:
             if view.settings.labels and key in view.settings.labels:
                 ctx.problems.add(ctx.where(view.role, "labels", key), "is set by kubetrain and cannot be given")
+    elastic = ctx.spec.elastic
+    workers = ctx.spec.role_replicas().get("worker")
+    if elastic is not None and elastic.expected_replicas is not None and elastic.expected_replicas != workers:
+        # The job starts with the worker role's replicas (as it does locally); two start sizes is one too many.
+        ctx.problems.add(("spec", "elastic", "expectedReplicas"),
+                         f"differs from the worker role's {workers} replicas, which is what the job starts with",
+                         hint="set them equal, or drop expectedReplicas")
     queue = ctx.spec.scheduling.queue
     if queue is not None and ctx.flavor != "volcano" and not is_label_value(queue):
         ctx.problems.add(("spec", "scheduling", "queue"), "must be a valid label value (it becomes the "
@@ -261,7 +269,7 @@ __all__ = [
     "Options",
     "RoleView",
     "base_name",
-    "check_labels",
+    "check_spec",
     "room_for_base",
     "settings_for",
     "wire_roles",

@@ -13,7 +13,7 @@ from typing import Any
 from ..names import dns1035_label
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
 from .pod import PodStyle, pod_template
-from .policy import check_common, gang_size, pod_failure_policy, restarts_allowed, suspended
+from .policy import check_common, check_indexed_completions, gang_size, pod_failure_policy, restarts_allowed, suspended
 from .services import headless_service
 
 INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -28,6 +28,7 @@ def layout(name: str, counts: dict[str, int]) -> Layout:
 def check(ctx: Ctx) -> None:
     check_common(ctx, suspend=True, deadline=True, exit_code_overrides=True, terminate_after_preemption=True,
                  clean_pod_policies=("Running",))
+    check_indexed_completions(ctx)
     if gang_size(ctx) is not None:
         path = ("spec", "scheduling", "minAvailable" if ctx.spec.scheduling.min_available else "gang")
         ctx.problems.unsupported(path, "gang scheduling", ctx.flavor, ("jobset", "volcano", "kubeflow"),

@@ -13,7 +13,14 @@ from typing import Any
 from ..names import dns1035_label
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
 from .pod import PodStyle, pod_template
-from .policy import check_common, gang_size, jobset_failure_policy, pod_failure_policy, suspended
+from .policy import (
+    check_common,
+    check_indexed_completions,
+    gang_size,
+    jobset_failure_policy,
+    pod_failure_policy,
+    suspended,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -28,6 +35,7 @@ def layout(name: str, counts: dict[str, int]) -> Layout:
 def check(ctx: Ctx) -> None:
     check_common(ctx, suspend=True, deadline=True, exit_code_overrides=True, terminate_after_preemption=True,
                  clean_pod_policies=("Running",))
+    check_indexed_completions(ctx)
     gang = gang_size(ctx)
     scheduling = ctx.spec.scheduling
     if gang is not None and gang < ctx.total_replicas:

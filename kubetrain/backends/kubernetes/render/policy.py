@@ -14,6 +14,7 @@ from typing import Any
 from .context import Ctx
 
 PERMANENT_RANGE = range(1, 128)
+MAX_INDEXED_COMPLETIONS = 100_000
 
 
 def restarts_allowed(ctx: Ctx) -> int:
@@ -71,6 +72,16 @@ def check_common(ctx: Ctx, *, suspend: bool, deadline: bool, exit_code_overrides
         )
 
 
+def check_indexed_completions(ctx: Ctx) -> None:
+    """Kubernetes caps an Indexed Job's completions (and parallelism) at 100,000."""
+    for view in ctx.roles:
+        if view.replicas > MAX_INDEXED_COMPLETIONS:
+            where = ("spec", "roles", view.role, "replicas") if ctx.spec.roles and view.role in ctx.spec.roles else (
+                "spec", "replicas")
+            ctx.problems.add(where, f"an Indexed Job runs at most {MAX_INDEXED_COMPLETIONS:,} replicas",
+                             hint="split the role, or use the volcano flavor")
+
+
 def gang_size(ctx: Ctx) -> int | None:
     """Replicas that must be placed together, or None when the spec asks for no gang."""
     scheduling = ctx.spec.scheduling
@@ -104,7 +115,8 @@ def jobset_failure_policy(ctx: Ctx) -> dict[str, Any]:
     podFailurePolicy (permanent exit code, preemption with terminateAfterPreemption) fails the JobSet."""
     out: dict[str, Any] = {"maxRestarts": restarts_allowed(ctx)}
     if ctx.spec.restart_policy == "ExitCode" or ctx.spec.scheduling.terminate_after_preemption:
-        out["rules"] = [{"name": "permanent-failure", "action": "FailJobSet",
+        # JobSet's webhook takes rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
+        out["rules"] = [{"name": "PermanentFailure", "action": "FailJobSet",
                          "onJobFailureReasons": ["PodFailurePolicy"]}]
     return out
 
@@ -154,6 +166,7 @@ def kubeflow_run_policy(ctx: Ctx) -> dict[str, Any]:
 
 __all__ = [
     "check_common",
+    "check_indexed_completions",
     "gang_size",
     "jobset_failure_policy",
     "kubeflow_run_policy",
