@@ -235,12 +235,12 @@ def run_job(job: TrainJob, base_dir: Path) -> JobStatus:
     return kubetrain.run(job, base_dir=str(base_dir))
 
 
-def start_detached(job: TrainJob, base_dir: Path) -> str:
-    """Create the job and start its supervisor in the background, as `kubetrain run --detach` does."""
+def start_detached(job: TrainJob, base_dir: Path) -> tuple[str, int]:
+    """Create the job and start its supervisor in the background, as `kubetrain run --detach` does.
+    Returns the job id and the supervisor's pid."""
     with local_backend() as backend:
         job_id, _plan = backend.create(job, base_dir)
-        backend.start_detached(job_id)
-        return job_id
+        return job_id, backend.start_detached(job_id)
 
 
 def supervisor_pid(job_id: str) -> int | None:

@@ -328,7 +328,7 @@ def test_template_child_wins_and_merges_deeply(base_dir: Path) -> None:
     assert job.metadata.labels == {"team": "vision", "tier": "silver"}
     assert (job.spec.scheduling.queue, job.spec.scheduling.priority_class) == ("urgent", "high")
     assert job.spec.replicas == 2 and job.spec.framework.value == "pytorch"
-    assert job.spec.base == "base.yaml"  # kept as a record of where the job came from
+    assert job.spec.base is None  # resolved when loaded: to_dict() then loads back from anywhere
 
 
 def test_template_lists_are_replaced(base_dir: Path) -> None:
@@ -452,7 +452,7 @@ def test_chain_of_two_templates(tmp_path: Path) -> None:
     assert (job.spec.image, job.spec.replicas, job.spec.framework.value) == ("mid:1", 3, "pytorch")
     assert job.spec.resources is not None
     assert (job.spec.resources.cpu, job.spec.resources.memory) == ("1", "2Gi")
-    assert job.spec.base == "mid"
+    assert job.spec.base is None
 
 
 def test_template_path_is_relative_to_the_file_naming_it(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 
-
 def render(args: argparse.Namespace) -> int:
     from ..backends.kubernetes.render import dump, render_job
     from ..spec import load_file

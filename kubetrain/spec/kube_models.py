@@ -44,7 +44,16 @@ def _convert(type_name: str, value: Any, path: Path, errors: list[FieldError]) -
         if not isinstance(value, list):
             errors.append(FieldError(path, "must be a list", value, True))
             return None
-        return [_convert(m.group(1), item, (*path, i), errors) for i, item in enumerate(value)]
+        items = []
+        for i, item in enumerate(value):
+            if item is None:
+                what = m.group(1)
+                errors.append(
+                    FieldError((*path, i), f"must be a {what}, not empty (null)", hint="remove the empty list item")
+                )
+                continue
+            items.append(_convert(m.group(1), item, (*path, i), errors))
+        return items
     if m := _DICT.fullmatch(type_name):
         if not isinstance(value, dict):
             errors.append(FieldError(path, "must be a mapping", value, True))
@@ -85,8 +94,16 @@ def _build(cls: type, data: dict[Any, Any], path: Path, errors: list[FieldError]
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as exc:
-        # The client validates required fields and enums in its constructors: "Invalid value for `name`,
-        # must not be `None`". Name the field the way the user writes it.
+        # The client validates required fields in its constructors: recent clients with pydantic errors,
+        # older ones with "Invalid value for `name`, must not be `None`". Name the field as the user writes it.
+        if callable(getattr(exc, "errors", None)):
+            for err in exc.errors():  # type: ignore[attr-defined]
+                attr = str(err["loc"][0]) if err["loc"] else ""
+                json_key = attribute_map.get(attr, attr)
+                where = (*path, json_key) if json_key else path
+                missing = err["type"] == "missing"
+                errors.append(FieldError(where, "is required" if missing else str(err["msg"])))
+            return None
         message = str(exc)
         if m := re.search(r"`(\w+)`", message):
             attr = m.group(1)

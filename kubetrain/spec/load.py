@@ -5,6 +5,7 @@ Every failure is a SpecError listing each problem with its field path, value, hi
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import types
@@ -17,7 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import FieldError, Path, SpecError, did_you_mean
 from .model import TrainJob
-from .yaml_source import Located, parse_scalar, parse_yaml
+from .mounts import parse_mount_string
+from .yaml_source import NO_LOCATION, Located, parse_scalar, parse_yaml
 
 TEMPLATES_ENV = "KUBETRAIN_TEMPLATES"
 _MAX_BASE_DEPTH = 16
@@ -47,9 +49,9 @@ def load_all_files(
     errors: list[FieldError] = []
     for path in paths:
         try:
-            text = FsPath(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(FieldError((), f"cannot read file: {exc.strerror}", file=str(path)))
+            text = read_text(FsPath(path))
+        except SpecError as exc:
+            errors += exc.errors
             continue
         try:
             docs = parse_yaml(text, str(path))
@@ -89,8 +91,22 @@ def from_dict(
     base_dir: str | os.PathLike[str] = ".",
     template_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> TrainJob:
-    """A TrainJob from plain data (e.g. a parsed document), with the same checks as a file."""
-    return _finish(Located(dict(data)), FsPath(base_dir), overrides, template_dirs, ())
+    """A TrainJob from plain data (e.g. a parsed document), with the same checks as a file.
+    `data` is not modified."""
+    if not isinstance(data, Mapping):
+        raise SpecError([FieldError((), "a TrainJob must be a mapping (apiVersion, kind, metadata, spec)", data, True)])
+    return _finish(
+        Located(copy.deepcopy(dict(data)), {(): NO_LOCATION}), FsPath(base_dir), overrides, template_dirs, ()
+    )
+
+
+def read_text(path: FsPath) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError([FieldError((), f"is not UTF-8 text (byte {exc.start})", file=str(path))]) from None
+    except OSError as exc:
+        raise SpecError([FieldError((), f"cannot read file: {exc.strerror}", file=str(path))]) from None
 
 
 def _finish(
@@ -108,7 +124,35 @@ def _finish(
     doc = _resolve_base(doc, base_dir, [FsPath(d) for d in template_dirs], chain)
     for i, text in enumerate(overrides):
         apply_override(doc, text, i)
+    _desugar_mounts(doc)
     return validate(doc)
+
+
+def _desugar_mounts(doc: Located) -> None:
+    """TorchX-style mount strings → mappings before validation, so errors name the field (`.src`)."""
+    spec = doc.data.get("spec")
+    if not isinstance(spec, dict):
+        return
+    holders: list[tuple[Path, Any]] = [(("spec",), spec)]
+    roles = spec.get("roles")
+    if isinstance(roles, dict):
+        holders += [(("spec", "roles", name), role) for name, role in roles.items() if isinstance(role, dict)]
+    problems: list[FieldError] = []
+    for path, holder in holders:
+        mounts = holder.get("mounts")
+        if not isinstance(mounts, list):
+            continue
+        for i, mount in enumerate(mounts):
+            if isinstance(mount, str):
+                try:
+                    mounts[i] = parse_mount_string(mount)
+                except SpecError as exc:
+                    problems += [
+                        _locate(doc, FieldError((*path, "mounts", i, *e.path), e.message, e.value, e.has_value, e.hint))
+                        for e in exc.errors
+                    ]
+    if problems:
+        raise SpecError(problems)
 
 
 # -- templates ---------------------------------------------------------------------------------------
@@ -148,7 +192,7 @@ def _resolve_base(doc: Located, base_dir: FsPath, template_dirs: list[FsPath], c
                 )
             ]
         )
-    docs = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    docs = parse_yaml(read_text(path), str(path))
     if len(docs) != 1 or not isinstance(docs[0].data, dict):
         raise SpecError([FieldError((), "a template must be one mapping document", file=str(path))])
     parent = _resolve_base(docs[0], path.parent, template_dirs, (*chain, key))
@@ -156,8 +200,11 @@ def _resolve_base(doc: Located, base_dir: FsPath, template_dirs: list[FsPath], c
     if isinstance(parent_meta, dict):  # a name identifies one job: never inherited
         for field in ("name", "namePrefix", "generateName"):
             parent_meta.pop(field, None)
-    merged = Located(deep_merge(parent.data, doc.data), {**parent.where, **doc.where})
-    merged.data["spec"]["base"] = base  # kept as a record of where the job came from
+    where = {**parent.where, **doc.where}
+    for own in _paths(doc.data):  # the child's own values are never blamed on the template
+        where[own] = doc.where.get(own, NO_LOCATION)
+    merged = Located(deep_merge(parent.data, doc.data), where)
+    merged.data["spec"].pop("base", None)  # resolved: the loaded job stands on its own
     return merged
 
 
@@ -166,16 +213,34 @@ def _template_dirs(base_dir: FsPath, extra: list[FsPath]) -> list[FsPath]:
     return [*extra, *env, base_dir / "templates"]
 
 
+def _paths(data: Any, prefix: Path = ()) -> list[Path]:
+    out: list[Path] = [prefix]
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            out += _paths(value, (*prefix, i))
+    return out
+
+
+def _is_file(path: FsPath) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, say: not a template that exists
+        return False
+
+
 def find_template(name: str, base_dir: FsPath, template_dirs: list[FsPath]) -> FsPath | None:
     """A file path relative to the job file, or a named template `<name>.yaml` in a templates folder."""
     direct = base_dir / name
-    if direct.is_file():
+    if _is_file(direct):
         return direct
     if "/" in name or name.endswith((".yaml", ".yml")):
         return None
     for folder in _template_dirs(base_dir, template_dirs):
         for candidate in (folder / f"{name}.yaml", folder / f"{name}.yml"):
-            if candidate.is_file():
+            if _is_file(candidate):
                 return candidate
     return None
 
@@ -334,10 +399,25 @@ def convert_validation_error(exc: ValidationError, data: Any) -> list[FieldError
             guess = did_you_mean(str(loc[-1]), known) if known else None
             hint = f"did you mean '{guess}'?" if guess else (f"known fields: {', '.join(known)}" if known else None)
             out.append(FieldError(loc, "unknown field", hint=hint))
+        elif kind == "union_tag_invalid":
+            ctx = err.get("ctx", {})
+            out.append(
+                FieldError(
+                    (*loc, str(ctx.get("discriminator", "type")).strip("'")),
+                    f"unknown type {ctx.get('tag')!r}",
+                    ctx.get("tag"),
+                    False,
+                    f"one of {ctx.get('expected_tags')}",
+                )
+            )
         elif kind == "missing":
             out.append(FieldError(loc, "is required"))
         else:
-            out.append(FieldError(loc, _message(err), err.get("input"), True, _hint(kind, loc)))
+            message = _message(err)
+            if kind == "finite_number" and loc and loc[-1] in ("gpu", "gpuLimit"):
+                message = "must be a finite gpu count"
+            shows_value = kind != "quantity"  # its message already quotes the value
+            out.append(FieldError(loc, message, err.get("input"), shows_value, _hint(kind, loc)))
     return out
 
 

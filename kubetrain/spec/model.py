@@ -350,7 +350,7 @@ class JobSpec(ReplicaSettings):
     """pytorch | tensorflow | deepspeed | mpi | jax | generic: decides the env and launcher of each replica."""
     base: str | None = None
     """Inherit from a template: a file (relative to this one) or a name in the templates folder.
-    Deep-merged; this file wins."""
+    Deep-merged; this file wins. Resolved when the file is loaded: the loaded job holds the merged result."""
     replicas: int | None = Field(default=None, ge=1)
     """Shorthand for one role named `worker` with this many replicas."""
     roles: dict[str, RoleSpec] | None = None

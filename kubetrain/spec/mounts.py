@@ -158,7 +158,9 @@ def parse_mount_string(text: str) -> dict[str, Any]:
         else:
             result[key] = value.strip()
     if "type" not in result:
-        raise SpecError.single((), f"mount {text!r} has no type", hint=f"start with type=, one of {MOUNT_TYPES}")
+        raise SpecError.single(
+            (), f"mount {text!r} has no type", hint=f"start with type=, one of {', '.join(MOUNT_TYPES)}"
+        )
     if result["type"] not in MOUNT_TYPES:
         raise SpecError.single(
             ("type",), f"unknown mount type {result['type']!r}", hint=f"one of {', '.join(MOUNT_TYPES)}"

@@ -36,11 +36,11 @@ class Resources(SpecModel):
     """Memory request: "512Mi", "16Gi"."""
     memory_limit: Quantity | None = None
     """Memory limit; at least the request."""
-    gpu: float | None = Field(default=None, ge=0)
+    gpu: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Whole GPUs (1, 8), or a fraction 0 < g < 1 of one GPU (needs gpuSharing)."""
     gpu_memory: Quantity | None = None
     """GPU memory to reserve on a shared GPU ("8Gi"); needs gpuSharing."""
-    gpu_limit: float | None = Field(default=None, ge=0)
+    gpu_limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Upper bound of GPUs (fractional with gpuSharing); defaults to the request."""
     gpu_sharing: GpuSharing | None = None
     """Scheduler that shares GPUs between pods: hami, runai or aliyun. Required for fractions and gpuMemory."""

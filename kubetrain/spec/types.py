@@ -42,34 +42,40 @@ def parse_quantity(value: str | int | float) -> Decimal:
 
 def _quantity(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise PydanticCustomError(
-            "quantity", "must be a Kubernetes quantity such as 500m, 2, 16Gi (got {value})", {"value": value}
-        )
+        raise PydanticCustomError("quantity_type", "must be a Kubernetes quantity such as 500m, 2, 16Gi")
+    text = source_text(value)
     try:
-        amount = parse_quantity(value)
-    except ValueError:
+        amount = parse_quantity(text)
+    except (ValueError, ArithmeticError):
+        amount = None
+    if amount is None or not amount.is_finite():
         raise PydanticCustomError(
             "quantity",
-            "{value} is not a Kubernetes quantity; use forms such as 500m, 2, 1.5, 512Mi, 16Gi",
-            {"value": value},
-        ) from None
+            "{text} is not a Kubernetes quantity; use forms such as 500m, 2, 1.5, 512Mi, 16Gi",
+            {"text": text},
+        )
     if amount < 0:
-        raise PydanticCustomError("quantity", "must not be negative (got {value})", {"value": value})
-    return str(value)
+        raise PydanticCustomError("quantity", "must not be negative")
+    return text
 
 
 Quantity = Annotated[str, BeforeValidator(_quantity)]
 """A Kubernetes quantity ("500m", "16Gi", 2), kept as written and checked with the client's parser."""
 
 
+def source_text(value: Any) -> str:
+    """A scalar as the user wrote it: YAML numbers remember their text (`1.10`, `010`, `0x1F`)."""
+    return str(getattr(value, "source", value))
+
+
 def _arg(value: Any) -> str:
     # YAML turns `--steps 20` into an int; an argument is text, so numbers are taken as written.
-    # Booleans are refused: `yes`/`true` is more likely a mistake than an argument.
+    # Booleans are refused: `true` is more likely a mistake than an argument.
     if isinstance(value, bool) or value is None or isinstance(value, dict | list):
-        raise PydanticCustomError("arg", "must be a string or a number (got {value}); quote it", {"value": value})
+        raise PydanticCustomError("arg", "must be a string or a number; quote it")
     if isinstance(value, int | float | str):
-        return str(value)
-    raise PydanticCustomError("arg", "must be a string (got {value})", {"value": value})
+        return source_text(value)
+    raise PydanticCustomError("arg", "must be a string")
 
 
 Arg = Annotated[str, BeforeValidator(_arg)]
@@ -121,9 +127,12 @@ def _env_list(value: Any) -> Any:
                 if isinstance(val, bool):
                     val = "true" if val else "false"
                 elif isinstance(val, int | float):
-                    val = str(val)
+                    val = source_text(val)
                 items.append({"name": name, "value": val})
         value = items
+    if isinstance(value, list) and any(item is None for item in value):
+        i = next(i for i, item in enumerate(value) if item is None)
+        raise SpecError.single((i,), "must be a V1EnvVar, not empty (null)", hint="remove the empty list item")
     result = to_kube_model("list[V1EnvVar]", value)
     for i, var in enumerate(result or []):
         if not is_env_name(var.name):

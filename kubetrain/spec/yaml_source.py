@@ -36,16 +36,38 @@ _Loader.add_implicit_resolver(
 )
 
 
+class YamlInt(int):
+    """An integer read from YAML that remembers how it was written (`010`, `0x1F`, `1_000`)."""
+
+    source: str
+
+
+class YamlFloat(float):
+    """A float read from YAML that remembers how it was written (`1.10`)."""
+
+    source: str
+
+
+NO_LOCATION = ("", 0)
+"""Marks data that came from no file (a dict passed in Python), so a template's lines are not blamed."""
+
+
 @dataclass
 class Located:
     """Data plus where each path came from: {path: (file, line)}."""
 
     data: Any
     where: dict[Path, tuple[str, int]] = field(default_factory=dict)
+    """Line of each key (where an error about its value points)."""
+    body: dict[Path, tuple[str, int]] = field(default_factory=dict)
+    """First line of each mapping's contents (where a missing field of it belongs)."""
 
     def line_of(self, path: Path) -> tuple[str | None, int | None]:
         for end in range(len(path), -1, -1):
-            hit = self.where.get(path[:end])
+            hit = self.where.get(path[:end]) if end == len(path) else self.body.get(path[:end])
+            hit = hit or self.where.get(path[:end])
+            if hit == NO_LOCATION:
+                return None, None
             if hit:
                 return hit
         return None, None
@@ -66,7 +88,7 @@ def parse_yaml(text: str, source: str) -> list[Located]:
             continue
         builder = _Builder(source)
         data = builder.build(node, ())
-        docs.append(Located(data, builder.where))
+        docs.append(Located(data, builder.where, builder.body))
     return docs
 
 
@@ -74,6 +96,7 @@ class _Builder:
     def __init__(self, source: str) -> None:
         self.source = source
         self.where: dict[Path, tuple[str, int]] = {}
+        self.body: dict[Path, tuple[str, int]] = {}
         self.count = 0
         self.constructor = _Loader("")
 
@@ -82,6 +105,7 @@ class _Builder:
         if self.count > _MAX_NODES:
             raise SpecError([FieldError(path, "document too large (aliases expand too far)", file=self.source)])
         self.where.setdefault(path, (self.source, node.start_mark.line + 1))
+        self.body[path] = (self.source, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             self.constructor.flatten_mapping(node)  # resolves `<<` merge keys as safe_load does
             result: dict[str, Any] = {}
@@ -95,6 +119,8 @@ class _Builder:
                             )
                         ]
                     )
+                # An error about a value points at its key's line (a block mapping's value starts below it).
+                self.where.setdefault((*path, key), (self.source, key_node.start_mark.line + 1))
                 result[key] = self.build(value_node, (*path, key))
             return result
         if isinstance(node, yaml.SequenceNode):
@@ -111,7 +137,15 @@ class _Builder:
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         try:
-            return self.constructor.construct_object(node, deep=True)
+            value = self.constructor.construct_object(node, deep=True)
+            if isinstance(value, int) and not isinstance(value, bool):
+                wrapped: Any = YamlInt(value)
+            elif isinstance(value, float):
+                wrapped = YamlFloat(value)
+            else:
+                return value
+            wrapped.source = node.value
+            return wrapped
         except yaml.YAMLError as exc:
             raise SpecError(
                 [FieldError(path, f"cannot read value: {exc}", file=self.source, line=node.start_mark.line + 1)]

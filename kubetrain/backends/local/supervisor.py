@@ -53,7 +53,11 @@ class Supervisor:
         self.deadline_s: int | None = self.plan.get("activeDeadlineSeconds")
         self.debug = self.plan.get("runMode") == "Debug"
         self._interrupts = 0
+        self._terminated = False
+        self._cancel_message = "cancelled by request"
         self._group: ProcessGroup | None = None
+        self._exits: dict[tuple[str, int], dict[str, int]] = {}
+        """This attempt's exits per replica: process key → return code."""
 
     # -- launch specs ---------------------------------------------------------------------------------
 
@@ -90,24 +94,45 @@ class Supervisor:
                 return replica["role"], int(replica["index"])
         raise KeyError(key)
 
+    def _process_count(self, role: str, index: int) -> int:
+        for replica in self.plan["replicas"]:
+            if replica["role"] == role and int(replica["index"]) == index:
+                return len(replica["processes"])
+        raise KeyError(f"{role}-{index}")
+
     # -- the loop -------------------------------------------------------------------------------------
 
     def run(self) -> JobPhase:
         """Run the job to a terminal phase (or Suspended). Returns the phase recorded."""
         store, job_id = self.store, self.job_id
-        store.set_supervisor(job_id, os.getpid())
+        # Handlers first: `kubetrain cancel` signals the pid recorded next, and must not kill us mid-start.
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        specs = self._specs()
-        started_at = time.time()
         try:
+            store.set_supervisor(job_id, os.getpid())
+            early = self._before_start()
+            if early is not None:
+                return early
+            specs = self._specs()
+            started_at = time.time()
             with ProcessGroup(specs, sink=self.sink) as group:
                 self._group = group
                 return self._attempts(group, started_at)
         finally:
             self._group = None
+            store.set_supervisor(job_id, None)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            store.set_supervisor(job_id, None)
+
+    def _before_start(self) -> JobPhase | None:
+        """A job cancelled or suspended before this supervisor got to run (a cancel right after
+        `run --detach`, on a busy machine) must not start its replicas."""
+        phase = self.store.get_status(self.job_id).phase
+        if phase.is_terminal or phase is JobPhase.SUSPENDED:
+            return phase
+        request = self._pending_request()
+        if request is not None:
+            return self._stop_for(None, request)
+        return None
 
     def _attempts(self, group: ProcessGroup, started_at: float) -> JobPhase:
         store, job_id = self.store, self.job_id
@@ -120,6 +145,7 @@ class Supervisor:
 
     def _start(self, group: ProcessGroup) -> None:
         store, job_id = self.store, self.job_id
+        self._exits = {}
         started = group.start()
         now = time.time()
         for key, (pid, _start) in started.items():
@@ -149,17 +175,22 @@ class Supervisor:
         exited_ok: set[str] = set()
         total = len(self.plan_keys())
         while True:
+            # Before blocking: a request (or signal) that came while the replicas were being started
+            # found no process group to wake.
+            request = self._pending_request()
+            if request is not None:
+                return self._stop_for(group, request)
             timeout = None
             if self.deadline_s is not None:
                 timeout = max(0.0, started_at + self.deadline_s - time.time())
             events = group.wait_exit(timeout)
+            for event in events:
+                self._record_exit(event)
             request = self._pending_request()
             if request is not None:
                 return self._stop_for(group, request)
             if not events and timeout is not None and time.time() >= started_at + (self.deadline_s or 0):
                 return self._deadline(group)
-            for event in events:
-                self._record_exit(event)
             failed = [e for e in events if e.returncode != 0]
             exited_ok |= {e.key for e in events if e.returncode == 0}
             if failed:
@@ -174,6 +205,13 @@ class Supervisor:
     def _record_exit(self, event: ExitEvent) -> None:
         role, index = self._replica_of(event.key)
         code = event.returncode
+        # A replica of several processes: its first failure is its outcome (a sibling stopped afterwards
+        # does not replace it), and it succeeded only once every process exited 0.
+        exits = self._exits.setdefault((role, index), {})
+        failed_before = any(c != 0 for c in exits.values())
+        exits[event.key] = code
+        if failed_before or (code == 0 and len(exits) < self._process_count(role, index)):
+            return
         self.store.update_replica(
             self.job_id,
             role,
@@ -191,10 +229,12 @@ class Supervisor:
         restarts = status.backoff_count
         limit = self.rules.backoff_limit
         retry = self.rules.retryable_exit(first.returncode) and restarts < limit
+        reason = "ReplicaFailed"
         if retry:
             action = f"restarted {restarts + 1}/{limit}"
         elif self.rules.retryable_exit(first.returncode):
             action = f"gave up after {restarts} restart{'s' if restarts != 1 else ''} (backoffLimit {limit})"
+            reason = "BackoffLimitExceeded"
         else:
             action = self.rules.why_not(first.returncode)
         failure = FailureSummary(
@@ -209,14 +249,13 @@ class Supervisor:
         self._stop_all(group)
         if retry:
             self.on_event(f"{failure.headline()}")
+            # A gang restart counts once, in backoffCount (recorded by the caller); per-replica restart
+            # counts are for a replica restarted alone, which this supervisor never does.
             store.add_condition(
                 job_id, Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed", failure.headline(), time.time())
             )
-            for replica in self.plan["replicas"]:
-                if replica["processes"]:
-                    store.record_replica_restart(job_id, replica["role"], int(replica["index"]))
             return None
-        self._finish(JobPhase.FAILED, "ReplicaFailed", failure.headline())
+        self._finish(JobPhase.FAILED, reason, failure.headline())
         return JobPhase.FAILED
 
     def _last_lines(self, key: str) -> list[str]:
@@ -239,12 +278,13 @@ class Supervisor:
         self._finish(JobPhase.FAILED, "DeadlineExceeded", message)
         return JobPhase.FAILED
 
-    def _stop_for(self, group: ProcessGroup, request: RequestKind) -> JobPhase:
-        self._stop_all(group)
+    def _stop_for(self, group: ProcessGroup | None, request: RequestKind) -> JobPhase:
+        if group is not None:
+            self._stop_all(group)
         if request is RequestKind.SUSPEND:
             self._finish(JobPhase.SUSPENDED, "Suspended", "suspended by request")
             return JobPhase.SUSPENDED
-        self._finish(JobPhase.CANCELLED, "Cancelled", "cancelled by request")
+        self._finish(JobPhase.CANCELLED, "Cancelled", self._cancel_message)
         return JobPhase.CANCELLED
 
     def _finish(self, phase: JobPhase, reason: str, message: str) -> None:
@@ -260,20 +300,29 @@ class Supervisor:
 
     def _pending_request(self) -> RequestKind | None:
         if self._interrupts:
+            self._cancel_message = "cancelled by Ctrl-C"
             return RequestKind.CANCEL
         for request in self.store.pending_requests(self.job_id):
             self.store.mark_request_handled(request.id)
             if request.kind in (RequestKind.CANCEL, RequestKind.SUSPEND):
                 return request.kind
+        if self._terminated:
+            self._cancel_message = "cancelled: the supervisor received SIGTERM"
+            return RequestKind.CANCEL
         return None
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        # SIGTERM from `kubetrain cancel`/`suspend` only wakes the loop: the request itself is in the store.
+        # SIGTERM from `kubetrain cancel`/`suspend` comes with its request in the store, read first; a
+        # SIGTERM without one (`timeout`, `kill`, a CI runner or service manager stopping us) cancels.
         # SIGINT (Ctrl-C on an attached run) cancels; a second Ctrl-C stops waiting for the grace period.
         if signum == signal.SIGINT:
             self._interrupts += 1
             if self._interrupts > 1:
                 self.grace = 0.0
+                if self._group is not None:
+                    self._group.hurry()  # a stop already under way skips the rest of its grace
+        else:
+            self._terminated = True
         if self._group is not None:
             self._group.wake()
 
