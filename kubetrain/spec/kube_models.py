@@ -96,8 +96,9 @@ def _build(cls: type, data: dict[Any, Any], path: Path, errors: list[FieldError]
     except (ValueError, TypeError) as exc:
         # The client validates required fields in its constructors: recent clients with pydantic errors,
         # older ones with "Invalid value for `name`, must not be `None`". Name the field as the user writes it.
-        if callable(getattr(exc, "errors", None)):
-            for err in exc.errors():  # type: ignore[attr-defined]
+        client_errors = getattr(exc, "errors", None)
+        if callable(client_errors):
+            for err in client_errors():
                 attr = str(err["loc"][0]) if err["loc"] else ""
                 json_key = attribute_map.get(attr, attr)
                 where = (*path, json_key) if json_key else path
