@@ -140,6 +140,28 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
     p.add_argument("-n", "--namespace", help="namespace of the objects")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     _add_output(p, ["yaml", "json"], "yaml")
+    p = verb(
+        "resolve",
+        "resolve_cmd:resolve",
+        "Print this replica's cluster: JSON, TF_CONFIG, torch/JAX env, hostfile (for shell scripts inside replicas).",
+    )
+    p.add_argument("--format", choices=["json", "tf-config", "torch-env", "jax-env", "hostfile"], default="json")
+    p.add_argument(
+        "--source",
+        choices=["env", "kubernetes"],
+        default="env",
+        help="env: kubetrain's env contract, no API call (default); kubernetes: list the job's pods",
+    )
+    p.add_argument("-n", "--namespace", help="with --source kubernetes: the pods' namespace")
+    p = verb(
+        "rbac",
+        "resolve_cmd:rbac",
+        "Print the ServiceAccount, Role and RoleBinding the in-cluster resolver needs (get/list pods).",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-n", "--namespace", help="namespace of the objects (default: the job's, else default)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+    _add_output(p, ["yaml", "json"], "yaml")
     return parser
 
 
@@ -160,6 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    if args.handler == "resolve_cmd:resolve":
+        # Runs inside replicas, maybe in an image without pydantic: only the resolver's stdlib code.
+        from ..resolver.env import run as resolve
+
+        return resolve(args)
     module_name, func_name = args.handler.split(":")
     module = importlib.import_module(f"kubetrain.cli.{module_name}")
     from .errors import run_handler

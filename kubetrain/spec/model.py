@@ -358,6 +358,9 @@ class JobSpec(ReplicaSettings):
     local_rank: bool = False
     """Also pass `--local_rank=N` to the program (DeepSpeed's legacy argument)."""
     service_account: str | None = None
+    api_access: bool = False
+    """The replicas read the Kubernetes API (kubetrain.resolver.KubernetesClusterResolver): on Kubernetes, mount
+    a service account token and render a Role that may get/list the namespace's pods (`kubetrain rbac`)."""
     tty: bool = False
     stdin: bool = False
     restart_policy: Literal["Never", "OnFailure", "Always", "ExitCode"] = "Never"

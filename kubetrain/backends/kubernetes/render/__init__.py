@@ -136,12 +136,19 @@ def render_manifests(
     layout = layout_of(name, replica_counts(job.spec))
     problems = Problems()
     topology, roles, files = wire_roles(job, name, layout, problems)
+    api_access = api_access or job.spec.api_access
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
     ctx = Ctx(job, name, flavor, layout, options, topology, roles, files, problems)
     check_spec(ctx)
     objects: list[dict[str, Any]] = module.build(ctx)
     objects += files_configmap(ctx)
     objects += port_services(ctx)
+    if api_access:
+        from ....resolver.rbac import rbac_objects
+
+        # RoleBinding subjects need a namespace: the default one when the job names none.
+        objects += rbac_objects(name, options.namespace or "default", job.spec.service_account,
+                                object_name=layout.base)
     _check_sizes(ctx, objects)
     problems.raise_if_any()
     rendered = Rendered(objects, list(ctx.warnings), flavor, name, topology)

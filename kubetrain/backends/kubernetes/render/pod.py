@@ -103,6 +103,10 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     spec.update(placement(ctx, view, resources, style))
     if ctx.spec.service_account:
         spec["serviceAccountName"] = ctx.spec.service_account
+    elif ctx.options.api_access:
+        from ....resolver.rbac import resolver_object_name
+
+        spec["serviceAccountName"] = resolver_object_name(ctx.layout.base)
     automount = bool(ctx.spec.service_account) or ctx.options.api_access
     spec["automountServiceAccountToken"] = style.automount_token if style.automount_token is not None else automount
     spec["securityContext"] = pod_security(ctx, view)
