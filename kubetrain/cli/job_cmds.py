@@ -10,6 +10,7 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from . import k8s_cmds
 from .errors import EXIT_USAGE, CliError
 from .output import emit, say
 
@@ -24,6 +25,8 @@ def _backend() -> LocalBackend:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.list_jobs(args)
     from ..status import format_table
 
     jobs = _backend().list(limit=args.limit)
@@ -37,6 +40,8 @@ def list_jobs(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.status(args)
     backend = _backend()
     job = backend.status(backend.resolve(args.job))
     if args.output:
@@ -52,6 +57,8 @@ def status(args: argparse.Namespace) -> int:
 
 
 def describe(args: argparse.Namespace) -> int:
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.describe(args)
     from ..status import format_describe
 
     backend = _backend()
@@ -79,6 +86,8 @@ def parse_duration(text: str) -> timedelta:
 
 
 def logs(args: argparse.Namespace) -> int:
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.logs(args)
     from ..backends.local.output import OutputSink, follow_log, merge_logs
 
     backend = _backend()
@@ -118,6 +127,8 @@ def _ended(backend: LocalBackend, job_id: str) -> bool:
 
 
 def _each(args: argparse.Namespace, verb: str) -> int:
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.each(args, verb)
     backend = _backend()
     failed = 0
     for prefix in args.jobs:

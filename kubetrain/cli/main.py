@@ -25,7 +25,15 @@ def _add_output(p: argparse.ArgumentParser, choices: Sequence[str], default: str
 
 
 def _add_backend(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="local", choices=["local"], help="where the job runs (default: local)")
+    p.add_argument(
+        "--backend",
+        default="local",
+        choices=["local", "kubernetes", "k8s"],
+        help="where the job runs: local processes (default) or a Kubernetes cluster",
+    )
+    p.add_argument("-n", "--namespace", help="Kubernetes namespace (default: the kubeconfig context's)")
+    p.add_argument("--context", help="kubeconfig context (Kubernetes)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (Kubernetes; default: $KUBECONFIG, ~/.kube/config)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +77,19 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
         help="override a field, e.g. spec.replicas=4 (repeatable)",
     )
     p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
-    p.add_argument("--dry-run", action="store_true", help="print the launch plan (argv, env per replica); run nothing")
+    p.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        choices=["client", "server"],
+        help="client (default): print the launch plan (argv, env per replica); server: send everything "
+        "to the Kubernetes API server with dryRun=All and print its verdict; nothing runs",
+    )
+    p.add_argument(
+        "--flavor",
+        choices=["job", "jobset", "volcano", "kubeflow"],
+        help="Kubernetes engine (default: jobset if the cluster serves it, else job)",
+    )
     p.add_argument("--framework", help="quick form: pytorch|tensorflow|deepspeed|mpi|jax|generic")
     p.add_argument("--replicas", type=int, help="quick form: number of replicas")
     p.add_argument("--procs-per-replica", help="quick form: processes per replica (a number or auto)")
@@ -81,6 +101,7 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
     # -- job management -------------------------------------------------------------------------------
     p = verb("list", "job_cmds:list_jobs", "List jobs (newest first).")
     _add_output(p, ["wide", "json", "yaml", "name"])
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="Kubernetes: jobs of every namespace")
     p.add_argument("--limit", type=int, help="at most this many jobs")
     _add_backend(p)
     for name, handler, text in (
@@ -101,6 +122,7 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
     p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX")
     p.add_argument("--timestamps", action="store_true", help="prefix each line with its time")
     p.add_argument("--no-prefix", action="store_true", help="omit the [role-index] prefix")
+    p.add_argument("--previous", action="store_true", help="Kubernetes: the container before its last restart")
     _add_backend(p)
     for name, handler, text in (
         ("cancel", "job_cmds:cancel", "Cancel jobs: stop their replicas (SIGTERM, grace period, SIGKILL)."),
@@ -172,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1 :]
+    # A bare --dry-run means client (kubectl's default), so the job file after it stays the file.
+    args_list = ["--dry-run=client" if a == "--dry-run" else a for a in args_list]
     parser = build_parser()
     args = parser.parse_args(args_list)
     if command and getattr(args, "handler", None) != "run_cmd:run":

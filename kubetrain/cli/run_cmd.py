@@ -62,6 +62,12 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from . import k8s_cmds
+
+    if k8s_cmds.wants_kubernetes(args):
+        return k8s_cmds.run(args)
+    if args.dry_run == "server":
+        raise CliError("--dry-run=server asks a Kubernetes API server: add --backend kubernetes", EXIT_USAGE)
     job, base_dir = load_job(args)
     from ..backends.local.backend import LocalBackend
 

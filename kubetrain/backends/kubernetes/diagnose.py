@@ -1,0 +1,319 @@
+"""Why replicas are Pending: one line per cause, with a hint.
+
+Most causes are on the pods the watch already holds (no request): the scheduler's PodScheduled=False
+message, a container waiting in ErrImagePull/ImagePullBackOff/CreateContainerConfigError. The rest
+take a few reads, made only while something is Pending and unexplained by its pod:
+
+- pods scheduled but stuck in ContainerCreating: their Warning events (FailedMount, FailedAttachVolume);
+- replicas with no pod at all: the workload's Warning events (a ResourceQuota refusing the pods:
+  FailedCreate ... exceeded quota), Kueue's Workload (QuotaReserved/Admitted conditions: not admitted
+  yet, LocalQueue missing), Volcano's PodGroup (gang not ready: its Unschedulable condition).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...status import JobStatus, ReplicaPhase
+from .client import EVENTS, JSON, PODGROUPS, ApiError, Kube, Resource
+from .status_map import (
+    KUEUE_QUEUE_LABEL,
+    RoleInfo,
+    conditions_of,
+    flavor_of,
+    group_pods,
+    labels,
+    main_container_status,
+    meta,
+    pod_scheduling_problem,
+    roles_of,
+    true_condition,
+)
+
+#: How many stuck pods get their events read (the same cause usually holds them all).
+MAX_EVENT_READS = 2
+
+_IMAGE_PULL = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"}
+_CONFIG = {"CreateContainerConfigError", "CreateContainerError"}
+_MOUNT_REASONS = {"FailedMount", "FailedAttachVolume", "FailedMapVolume"}
+
+
+@dataclass
+class Diagnosis:
+    """One cause holding one or more replicas."""
+
+    cause: str  #: Unschedulable, ImagePull, ContainerConfig, Mount, Quota, Kueue, PodGroup, ...
+    message: str
+    hint: str
+    replicas: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        who = ", ".join(self.replicas[:4]) + (f" +{len(self.replicas) - 4}" if len(self.replicas) > 4 else "")
+        head = f"{self.cause}" + (f" ({who})" if who else "")
+        return f"{head}: {self.message} — hint: {self.hint}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cause": self.cause, "message": self.message, "hint": self.hint, "replicas": list(self.replicas)}
+
+
+def _merge(diags: Iterable[Diagnosis]) -> list[Diagnosis]:
+    """Replicas sharing a cause and message become one line."""
+    out: dict[tuple[str, str], Diagnosis] = {}
+    for d in diags:
+        key = (d.cause, d.message)
+        if key in out:
+            out[key].replicas += [r for r in d.replicas if r not in out[key].replicas]
+        else:
+            out[key] = Diagnosis(d.cause, d.message, d.hint, list(d.replicas))
+    return list(out.values())
+
+
+# --------------------------------------------------------------------------------------------- hints
+
+_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
+
+
+def unschedulable_hint(message: str) -> str:
+    found = sorted(set(_INSUFFICIENT.findall(message)))
+    hints = []
+    if found:
+        what = ", ".join(found)
+        hints.append(f"no node has enough free {what} for one replica: lower the request (spec.resources), "
+                     f"wait for capacity, or add nodes that provide {what}")
+    if "didn't match Pod's node affinity/selector" in message or "node(s) didn't match" in message:
+        hints.append("no node matches the node selector/affinity (scheduling.nodePools, nodeType, "
+                     "resources.capabilities, nodeSelector): check the node labels")
+    if "untolerated taint" in message or "had taint" in message:
+        hints.append("the nodes are tainted: add the matching tolerations (spec.tolerations)")
+    if "unbound immediate PersistentVolumeClaims" in message or "persistentvolumeclaim" in message.lower():
+        hints.append("a PersistentVolumeClaim is not bound: kubectl get pvc")
+    if "Too many pods" in message:
+        hints.append("the nodes run their maximum number of pods")
+    if not hints:
+        hints.append("the scheduler cannot place the pod: kubectl describe pod shows the full story")
+    return "; ".join(hints)
+
+
+def image_hint(reason: str, message: str) -> str:
+    if reason == "InvalidImageName":
+        return "the image reference is malformed: check spec.image"
+    if reason == "ErrImageNeverPull":
+        return "imagePullPolicy is Never and the image is not on the node"
+    low = message.lower()
+    if "unauthorized" in low or "denied" in low or "authentication" in low:
+        return "the registry refused the credentials: add an imagePullSecret to the service account"
+    if "not found" in low or "manifest unknown" in low:
+        return "the image or tag does not exist: check spec.image"
+    return "check the image name and tag (spec.image), that the registry is reachable, and pull secrets"
+
+
+# --------------------------------------------------------------------------------------------- from pods
+
+
+def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]) -> tuple[
+        list[Diagnosis], list[JSON], list[str]]:
+    """Causes visible on the pods themselves; plus the pods stuck creating (their events may tell more) and
+    the replicas that have no pod at all."""
+    flavor = flavor_of(workloads[0]) if workloads else "unknown"
+    roles: list[RoleInfo] = roles_of(flavor, workloads)
+    grouped = group_pods(pods, roles)
+    found: list[Diagnosis] = []
+    creating: list[JSON] = []
+    missing: list[str] = []
+    for info in roles:
+        for i in range(info.replicas):
+            name = f"{info.role}-{i}"
+            pod = grouped.current.get((info.role, i))
+            if pod is None:
+                missing.append(name)
+                continue
+            if (pod.get("status") or {}).get("phase") != "Pending":
+                continue
+            sched = pod_scheduling_problem(pod)
+            if sched is not None:
+                message = sched.get("message") or sched.get("reason") or "not scheduled"
+                if sched.get("reason") == "SchedulingGated":
+                    found.append(Diagnosis("SchedulingGated", message, "a scheduling gate holds the pod (Kueue "
+                                           "or another admission controller removes it when admitted)", [name]))
+                else:
+                    found.append(Diagnosis("Unschedulable", message, unschedulable_hint(message), [name]))
+                continue
+            waiting = _waiting(pod, info.container)
+            if waiting is None:
+                continue
+            reason, message = waiting.get("reason") or "", waiting.get("message") or ""
+            if reason in _IMAGE_PULL:
+                found.append(Diagnosis("ImagePull", f"{reason}: {message}".rstrip(": "),
+                                       image_hint(reason, message), [name]))
+            elif reason in _CONFIG:
+                found.append(Diagnosis("ContainerConfig", f"{reason}: {message}".rstrip(": "),
+                                       "a Secret or ConfigMap the pod refers to is missing (env valueFrom, "
+                                       "envFrom, mounts): create it or fix the reference", [name]))
+            elif reason in ("ContainerCreating", "PodInitializing", ""):
+                creating.append(pod)
+    return _merge(found), creating, missing
+
+
+def _waiting(pod: Mapping[str, Any], container: str | None) -> JSON | None:
+    status = pod.get("status") or {}
+    for s in status.get("initContainerStatuses") or []:
+        w = (s.get("state") or {}).get("waiting")
+        if w and w.get("reason") not in (None, "PodInitializing"):
+            return dict(w)
+    cs = main_container_status(pod, container) or {}
+    w = (cs.get("state") or {}).get("waiting")
+    if w:
+        return dict(w)
+    if (pod.get("spec") or {}).get("nodeName") and not cs:
+        return {"reason": "ContainerCreating"}
+    return None
+
+
+# --------------------------------------------------------------------------------------------- with reads
+
+
+def _events(kube: Kube, namespace: str, kind: str, name: str) -> list[JSON]:
+    items, _ = kube.list(EVENTS, namespace,
+                         field_selector=f"involvedObject.kind={kind},involvedObject.name={name},type=Warning")
+    items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    return items
+
+
+def _mount_problems(kube: Kube, namespace: str, pods: Sequence[JSON], replicas: Mapping[str, str]) -> list[Diagnosis]:
+    out: list[Diagnosis] = []
+    for pod in pods[:MAX_EVENT_READS]:
+        name = meta(pod).get("name", "")
+        for ev in reversed(_events(kube, namespace, "Pod", name)):
+            reason = ev.get("reason") or ""
+            if reason in _MOUNT_REASONS:
+                out.append(Diagnosis("Mount", f"{reason}: {ev.get('message') or ''}".rstrip(": "),
+                                     "a volume cannot be mounted: check the PVC / Secret / ConfigMap / NFS source "
+                                     "in spec.mounts (kubectl describe pod " + name + ")",
+                                     [replicas.get(name, name)]))
+                break
+    return out
+
+
+def _quota_problems(kube: Kube, namespace: str, workloads: Sequence[Mapping[str, Any]]) -> list[Diagnosis]:
+    out: list[Diagnosis] = []
+    for obj in workloads[:4]:
+        for ev in reversed(_events(kube, namespace, str(obj.get("kind")), meta(obj).get("name", ""))):
+            message = ev.get("message") or ""
+            if ev.get("reason") in ("FailedCreate", "FailedCreatePodSandBox", "PodGroupPending") or "quota" in message:
+                if "quota" in message:
+                    out.append(Diagnosis("Quota", message, "the namespace's ResourceQuota refuses the pods: "
+                                         f"kubectl describe resourcequota -n {namespace}; lower the requests or raise "
+                                         "the quota"))
+                else:
+                    out.append(Diagnosis("FailedCreate", message, "the controller cannot create the pods: see "
+                                         "the message (admission webhooks, LimitRange, service account)"))
+                break
+    return out
+
+
+def _kueue_problems(kube: Kube, namespace: str, root: Mapping[str, Any], version: str) -> list[Diagnosis]:
+    queue = labels(root).get(KUEUE_QUEUE_LABEL)
+    if not queue:
+        return []
+    res = Resource("kueue.x-k8s.io", version, "workloads", "Workload")
+    uid = meta(root).get("uid", "")
+    try:
+        items, _ = kube.list(res, namespace, label_selector=f"kueue.x-k8s.io/job-uid={uid}")
+        if not items:
+            everything, _ = kube.list(res, namespace)
+            items = [w for w in everything
+                     if any(o.get("uid") == uid for o in meta(w).get("ownerReferences") or [])]
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return []
+        raise
+    if not items:
+        return [Diagnosis("Kueue", f"no Kueue Workload for it yet (queue {queue})",
+                          "Kueue has not picked the job up: is the Kueue controller running, and does it manage "
+                          "this kind (its integrations.frameworks)?")]
+    wl = items[0]
+    if true_condition(wl, "Admitted"):
+        return []
+    quota = next((c for c in conditions_of(wl) if c.get("type") == "QuotaReserved"), None)
+    message = (quota or {}).get("message") or "not admitted yet"
+    wl_name = meta(wl).get("name", "")
+    low = message.lower()
+    if "doesn't exist" in low or "not found" in low or "is inactive" in low:
+        hint = f"LocalQueue {queue} is missing or inactive in namespace {namespace}: create it or set scheduling.queue"
+    elif "insufficient" in low or "quota" in low:
+        hint = (f"the ClusterQueue behind LocalQueue {queue} lacks quota for the whole job; it is admitted "
+                f"when quota frees up (kubectl describe workload {wl_name})")
+    else:
+        hint = f"waiting in LocalQueue {queue} (kubectl describe workload {wl_name})"
+    return [Diagnosis("Kueue", f"not admitted by queue {queue}: {message}", hint)]
+
+
+def _podgroup_problems(kube: Kube, namespace: str, root: Mapping[str, Any]) -> list[Diagnosis]:
+    uid = meta(root).get("uid", "")
+    try:
+        items, _ = kube.list(PODGROUPS, namespace)
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return []
+        raise
+    groups = [g for g in items if any(o.get("uid") == uid for o in meta(g).get("ownerReferences") or [])]
+    out = []
+    for pg in groups:
+        status = pg.get("status") or {}
+        if status.get("phase") in ("Running", "Completed"):
+            continue
+        unsched = next((c for c in conditions_of(pg) if c.get("type") == "Unschedulable"
+                        and c.get("status") == "True"), None)
+        min_member = (pg.get("spec") or {}).get("minMember")
+        queue = (pg.get("spec") or {}).get("queue") or "default"
+        message = ((unsched or {}).get("message")
+                   or f"PodGroup {meta(pg).get('name')} is {status.get('phase') or 'Pending'}")
+        out.append(Diagnosis("PodGroup", message,
+                             f"the gang needs {min_member} pods placed at once (minAvailable) and queue {queue} "
+                             f"must have room for all of them: kubectl get queue {queue} -o yaml"))
+    return out
+
+
+def diagnose(
+    kube: Kube | None,
+    status: JobStatus,
+    workloads: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    kueue_version: str | None = None,
+) -> list[Diagnosis]:
+    """Every cause holding Pending replicas (empty when none is Pending). ``kube=None``: pods only."""
+    if status.phase.is_terminal or not any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
+        return []
+    if not workloads:
+        return []
+    found, creating, missing = from_pods(workloads, pods)
+    if kube is None:
+        return found
+    namespace = status.namespace or meta(workloads[0]).get("namespace") or "default"
+    root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
+    replica_of = {}
+    roles = roles_of(flavor_of(root), workloads)
+    grouped = group_pods(pods, roles)
+    for (role, index), pod in grouped.current.items():
+        replica_of[meta(pod).get("name", "")] = f"{role}-{index}"
+    extra: list[Diagnosis] = []
+    if creating:
+        extra += _mount_problems(kube, namespace, creating, replica_of)
+    if kueue_version and labels(root).get(KUEUE_QUEUE_LABEL) and (missing or status.reason == "WaitingForAdmission"):
+        extra += _kueue_problems(kube, namespace, root, kueue_version)
+    if flavor_of(root) == "volcano":
+        extra += _podgroup_problems(kube, namespace, root)
+    if missing and not extra and status.reason != "WaitingForAdmission":
+        extra += _quota_problems(kube, namespace, workloads)
+    pending = [r.name for r in status.replicas if r.phase is ReplicaPhase.PENDING]
+    for d in extra:
+        if not d.replicas:
+            d.replicas = list(missing) if d.cause in ("Quota", "FailedCreate") and missing else pending
+    return _merge([*found, *extra])
+
+
+__all__ = ["Diagnosis", "diagnose", "from_pods", "image_hint", "unschedulable_hint"]

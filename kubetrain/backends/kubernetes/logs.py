@@ -1,0 +1,458 @@
+"""Replica logs from the API: every replica merged, with the local backend's record type and prefixes.
+
+Each log is requested with ``timestamps=true`` and read as a byte stream (``_preload_content=False``:
+we split lines ourselves; some client versions mangle plain-text bodies when they decode them). The
+timestamp orders the merge and lets a re-opened stream skip what was already shown.
+
+Following (``-f``) is driven by the job's watch (:class:`~.watch.JobWatch`), not by polling:
+
+- a replica whose pod does not exist yet, is unscheduled or whose container has not started is waited
+  for (it is not an error);
+- when a stream ends while the job goes on (the container restarted, the pod was replaced, the
+  connection dropped), it is opened again on the replica's current container, from the last timestamp
+  seen, and lines already printed are skipped (``sinceTime`` has second precision: equal timestamps are
+  counted);
+- it ends when the job has ended and every replica's last container has been read to its end (pods
+  that only host a launcher's processes and never end are closed after a grace period).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ...status import JobStatus
+from ..local.output import LogRecord, parse_timestamp
+from .client import JSON, ApiError, Kube
+from .status_map import PodIndex, main_container_status, meta
+
+Since = timedelta | datetime | float | int
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """One replica's current pod and container."""
+
+    key: str  #: the replica, ``worker-1``: the output prefix
+    pod: str
+    container: str | None
+    uid: str = ""
+
+
+def since_ns(since: Since | None) -> int | None:
+    """A lower time bound in ns since the epoch: a timedelta means "that long ago"; numbers are epoch seconds."""
+    if since is None:
+        return None
+    if isinstance(since, timedelta):
+        return time.time_ns() - int(since.total_seconds() * 1e9)
+    if isinstance(since, datetime):
+        return int(since.timestamp() * 1e9)
+    return int(since * 1e9)
+
+
+def _since_seconds(bound_ns: int | None) -> int | None:
+    if bound_ns is None:
+        return None
+    return max(1, int((time.time_ns() - bound_ns) / 1e9) + 1)
+
+
+def _rfc3339(ns: int) -> str:
+    return datetime.fromtimestamp(ns // 1_000_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_line(raw: bytes, key: str, partial: bool = False) -> LogRecord:
+    """``<RFC3339Nano> <text>`` as the API writes a line with timestamps=true."""
+    ts, sep, text = raw.partition(b" ")
+    t = parse_timestamp(ts) if sep else None
+    if t is None:
+        return LogRecord(time.time_ns(), "stdout", raw.decode("utf-8", "replace"), partial, key)
+    return LogRecord(t, "stdout", text.decode("utf-8", "replace"), partial, key)
+
+
+def iter_stream(resp: Any, key: str) -> Iterator[LogRecord]:
+    """The records of a streamed log response, as they arrive."""
+    buf = b""
+    complete = False
+    try:
+        for chunk in resp.stream(amt=None, decode_content=True):
+            if not chunk:
+                continue
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                yield parse_line(line, key)
+        complete = True
+        if buf:
+            yield parse_line(buf, key, partial=True)
+    finally:
+        if not complete:
+            resp.close()  # abandoned mid-stream: the connection cannot go back to the pool
+        resp.release_conn()
+
+
+def _close(resp: Any) -> None:
+    """Unblock a thread reading ``resp`` (shut the socket down; closing alone may wait on it)."""
+    import socket
+
+    try:
+        conn = getattr(resp, "connection", None) or getattr(resp, "_connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    with contextlib.suppress(Exception):  # closing is best effort
+        resp.close()
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    since_ns: int | None = None
+    grep: re.Pattern[str] | None = None
+
+    def accepts(self, rec: LogRecord) -> bool:
+        if self.since_ns is not None and rec.time_ns < self.since_ns:
+            return False
+        return self.grep is None or self.grep.search(rec.text) is not None
+
+
+def make_filter(since: Since | None = None, grep: str | re.Pattern[str] | None = None) -> LogFilter:
+    return LogFilter(since_ns(since), re.compile(grep) if isinstance(grep, str) else grep)
+
+
+# --------------------------------------------------------------------------------------------- one-shot
+
+
+def targets_of(grouped: PodIndex, containers: dict[str, str | None], role: str | None = None,
+               index: int | None = None) -> list[LogTarget]:
+    out = []
+    for (r, i), pod in sorted(grouped.current.items()):
+        if (role is not None and r != role) or (index is not None and i != index):
+            continue
+        m = meta(pod)
+        out.append(LogTarget(f"{r}-{i}", m.get("name", ""), containers.get(r), m.get("uid", "")))
+    return out
+
+
+def read_logs(
+    kube: Kube,
+    namespace: str,
+    targets: Sequence[LogTarget],
+    *,
+    tail: int | None = None,
+    since: Since | None = None,
+    grep: str | re.Pattern[str] | None = None,
+    previous: bool = False,
+    missing: Callable[[LogTarget, ApiError], None] | None = None,
+) -> Iterator[LogRecord]:
+    """The logs of ``targets`` as they are now, merged in time order (``tail`` per replica, as kubectl).
+
+    A replica whose container has not started has no log yet (``missing`` is told, nothing raised).
+    """
+    flt = make_filter(since, grep)
+
+    def one(t: LogTarget) -> list[LogRecord]:
+        try:
+            resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=tail,
+                                since_seconds=_since_seconds(flt.since_ns))
+            return [r for r in iter_stream(resp, t.key) if flt.accepts(r)]
+        except ApiError as exc:
+            if exc.status in (400, 404) and missing is not None:
+                missing(t, exc)
+                return []
+            raise
+
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(targets)))) as pool:
+        results = list(pool.map(one, targets))
+    yield from heapq.merge(*results, key=lambda r: r.time_ns)
+
+
+# --------------------------------------------------------------------------------------------- follow
+
+
+@dataclass
+class _End:
+    key: str
+    uid: str
+    error: BaseException | None
+
+
+@dataclass
+class _Pod:
+    """One pod of a replica (a replica has several when pods are replaced or a gang restarts)."""
+
+    uid: str
+    #: restartCount of the newest container instance read (-1: none yet)
+    opened_restarts: int = -1
+    finished: bool = False
+    #: our stream of it ended (at this monotonic time) and we wait to see why; 0: it did not
+    ended_at: float = 0.0
+    # What a re-read skips (timestamps are the pod's node's: compared within one pod only).
+    last_ns: int = 0
+    at_last_ns: int = 0  #: how many lines carried exactly ``last_ns``
+    skip_equal: int = 0  #: lines at ``last_ns`` still to skip on a re-read
+
+
+#: How long a stream's end waits for the watch to explain it (the container ended or restarted) before the
+#: log is opened again anyway (the server ended the stream, the connection dropped).
+UNEXPLAINED_END_WAIT = 1.0
+
+
+@dataclass
+class _Replica:
+    key: str
+    active: Any = None  #: the response a thread reads, while one is open
+    active_uid: str = ""
+    opened_once: bool = False
+    pods: dict[str, _Pod] = field(default_factory=dict)
+    #: pods that had ended before the follow began: history, not followed
+    history: set[str] = field(default_factory=set)
+
+
+def _container_state(pod: JSON, container: str | None) -> tuple[bool, bool, int]:
+    """(a container instance has started, it is running now, restartCount)."""
+    cs = main_container_status(pod, container) or {}
+    state = cs.get("state") or {}
+    restarts = int(cs.get("restartCount") or 0)
+    if state.get("running"):
+        return True, True, restarts
+    if state.get("terminated") or (cs.get("lastState") or {}).get("terminated"):
+        return True, False, restarts
+    return False, False, restarts
+
+
+def _phase(pod: JSON) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+class LogFollower:
+    """``logs -f`` over a :class:`~.watch.JobWatch`: yields the records of every selected replica until the
+    job has ended and each replica's containers have been read to their end.
+
+    Per replica, its pods are read oldest first, one stream at a time: a pod that replaced another (job
+    flavor), or the pods of a gang restart, follow the lines of the one before. A container that
+    restarted while we were not reading it is read through ``previous`` first."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        watch: Any,
+        state: Callable[[], tuple[JobStatus | None, PodIndex, dict[str, str | None]]],
+        *,
+        role: str | None = None,
+        index: int | None = None,
+        tail: int | None = None,
+        since: Since | None = None,
+        grep: str | re.Pattern[str] | None = None,
+        grace: float = 5.0,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.watch = watch
+        self.state = state
+        self.role, self.index, self.tail = role, index, tail
+        self.filter = make_filter(since, grep)
+        self.grace = grace
+        self._q: queue.Queue[object] = queue.Queue()
+        self._replicas: dict[str, _Replica] = {}
+        self._stopped = threading.Event()
+        self._first_step = True
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._q.put(None)
+
+    def _watch_changes(self) -> None:
+        seen = self.watch.version
+        while not self._stopped.is_set():
+            now = self.watch.wait_change(seen, timeout=1.0)
+            if now != seen:
+                seen = now
+                self._q.put("changed")
+
+    # -- opening streams ----------------------------------------------------------------------------
+
+    def _open(self, rep: _Replica, pod: JSON, container: str | None, *, follow: bool, restarts: int,
+              previous_first: bool) -> None:
+        m = meta(pod)
+        uid, name = m.get("uid", ""), m.get("name", "")
+        ps = rep.pods[uid]
+        first = not rep.opened_once
+        since_time = _rfc3339(ps.last_ns) if ps.last_ns else None
+        since_seconds = _since_seconds(self.filter.since_ns) if first and since_time is None else None
+        tail = self.tail if first else None
+        rep.opened_once = True
+        ps.skip_equal = ps.at_last_ns
+        ps.opened_restarts = restarts
+        rep.active_uid = uid
+        rep.active = True  # reserved until the thread has its response
+
+        def pump() -> None:
+            error: BaseException | None = None
+            try:
+                if previous_first:
+                    try:
+                        prev = self.kube.pod_log(name, self.namespace, container=container, previous=True,
+                                                 since_time=since_time)
+                        for rec in iter_stream(prev, rep.key):
+                            self._q.put((uid, rec))
+                    except ApiError:
+                        pass  # no previous instance after all
+                resp = self.kube.pod_log(name, self.namespace, container=container, follow=follow,
+                                         tail_lines=tail, since_seconds=since_seconds, since_time=since_time)
+                rep.active = resp
+                if self._stopped.is_set():
+                    _close(resp)
+                for rec in iter_stream(resp, rep.key):
+                    self._q.put((uid, rec))
+                    if self._stopped.is_set():
+                        break
+            except Exception as exc:  # a refused request or a dropped stream: the main loop decides
+                error = exc
+            self._q.put(_End(rep.key, uid, error))
+
+        threading.Thread(target=pump, name=f"log-{rep.key}", daemon=True).start()
+
+    def _accept(self, uid: str, rec: LogRecord) -> bool:
+        """False for a line already shown (a re-read), or one the filters leave out."""
+        ps = self._replicas[rec.key].pods[uid]
+        if rec.time_ns < ps.last_ns:
+            return False
+        if rec.time_ns == ps.last_ns:
+            if ps.skip_equal > 0:
+                ps.skip_equal -= 1
+                return False
+            ps.at_last_ns += 1
+        else:
+            ps.last_ns, ps.at_last_ns, ps.skip_equal = rec.time_ns, 1, 0
+        return self.filter.accepts(rec)
+
+    def _step(self, status: JobStatus | None, grouped: PodIndex, containers: dict[str, str | None]) -> bool:
+        """Open what can be opened; True when nothing is left to read."""
+        ended = status is None or status.phase.is_terminal
+        first_step, self._first_step = self._first_step, False
+        outstanding = False
+        for (role, index), current in sorted(grouped.current.items()):
+            if (self.role is not None and role != self.role) or (self.index is not None and index != self.index):
+                continue
+            key = f"{role}-{index}"
+            rep = self._replicas.setdefault(key, _Replica(key))
+            container = containers.get(role)
+            pods = [*grouped.earlier.get((role, index), []), current]
+            if first_step:
+                rep.history = {meta(p).get("uid", "") for p in pods[:-1]}
+            if rep.active is not None:
+                outstanding = True
+                continue
+            for pod in pods:
+                uid = meta(pod).get("uid", "")
+                if uid in rep.history:
+                    continue
+                started, running, restarts = _container_state(pod, container)
+                is_current = pod is current
+                if uid not in rep.pods:
+                    # Following starts at the container running now; instances that ended before are history.
+                    rep.pods[uid] = _Pod(uid, opened_restarts=restarts - 1 if first_step else -1)
+                ps = rep.pods[uid]
+                if ps.finished and restarts <= ps.opened_restarts:
+                    continue
+                if not started:
+                    if is_current and not ended and _phase(pod) not in ("Succeeded", "Failed"):
+                        outstanding = True  # Pending: wait for it
+                        break
+                    ps.finished = True
+                    continue
+                previous_first = restarts >= 1 and ps.opened_restarts < restarts - 1  # a restart we missed
+                if ps.ended_at:
+                    # Our stream ended: the container ended, restarted, or the stream was cut. The watch
+                    # tells which, usually within milliseconds; until it does, wait (bounded).
+                    if _phase(pod) in ("Succeeded", "Failed") or not is_current or (
+                            not running and restarts <= ps.opened_restarts):
+                        ps.finished, ps.ended_at = True, 0.0
+                        continue
+                    if restarts <= ps.opened_restarts and time.monotonic() - ps.ended_at < UNEXPLAINED_END_WAIT:
+                        outstanding = True
+                        break
+                    # It restarted (or the end stays unexplained): the API may already serve a newer instance
+                    # than the watch shows, so the one before it is read too (from the last second we have,
+                    # lines already shown skipped).
+                    previous_first = True
+                    ps.ended_at = 0.0
+                follow = running and is_current and not ended
+                self._open(rep, pod, container, follow=follow, restarts=restarts, previous_first=previous_first)
+                outstanding = True
+                break
+        return not outstanding
+
+    def _ended(self, end: _End) -> None:
+        rep = self._replicas[end.key]
+        rep.active, rep.active_uid = None, ""
+        rep.pods[end.uid].ended_at = time.monotonic()
+
+    def _next_deadline(self) -> float | None:
+        """Seconds until an unexplained stream end is due to be reopened, if any waits."""
+        waits = [ps.ended_at + UNEXPLAINED_END_WAIT for rep in self._replicas.values() for ps in rep.pods.values()
+                 if ps.ended_at and not ps.finished]
+        return max(0.0, min(waits) - time.monotonic()) if waits else None
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        self.watch.wait_synced(60.0)
+        watcher = threading.Thread(target=self._watch_changes, name="log-watch", daemon=True)
+        watcher.start()
+        ended_at: float | None = None
+        try:
+            while not self._stopped.is_set():
+                status, grouped, containers = self.state()
+                done = self._step(status, grouped, containers)
+                ended = status is None or status.phase.is_terminal
+                if ended and ended_at is None:
+                    ended_at = time.monotonic()
+                if ended and done:
+                    return
+                timeout = self._next_deadline()
+                if ended_at is not None:
+                    left = max(0.0, self.grace - (time.monotonic() - ended_at))
+                    if left == 0.0:
+                        return  # the job is over; what still streams hosts a launcher's processes
+                    timeout = left if timeout is None else min(timeout, left)
+                item = self._get(timeout if timeout is None else max(timeout, 0.001))
+                while item is not None:
+                    if isinstance(item, tuple):
+                        uid, rec = item
+                        if self._accept(uid, rec):
+                            yield rec
+                    elif isinstance(item, _End):
+                        self._ended(item)
+                    item = self._get(0)
+        finally:
+            self.stop()
+            for rep in self._replicas.values():
+                if rep.active is not None and rep.active is not True:
+                    _close(rep.active)
+
+    def _get(self, timeout: float | None) -> object:
+        try:
+            return self._q.get_nowait() if timeout == 0 else self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+def _split_key(key: str) -> tuple[str, int]:
+    role, _, index = key.rpartition("-")
+    return role, int(index)
+
+
+__all__ = ["LogFilter", "LogFollower", "LogTarget", "iter_stream", "make_filter", "parse_line", "read_logs",
+           "since_ns", "targets_of"]

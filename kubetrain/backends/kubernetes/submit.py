@@ -1,0 +1,276 @@
+"""Creating a rendered job on the cluster: root first, the rest owned by it; and the server-side dry run.
+
+- Every object carries ``kubetrain.dev/submission: <random id>``. When a create fails in a way that
+  may hide success (a 5xx, a dropped connection, a 409 on a retry), the object is read back by name:
+  with our id it is ours (the lost request landed) and is not created again; with another id the name
+  belongs to someone else. So retries never make duplicates, and a taken name is told apart from our
+  own earlier attempt.
+- A name that is taken is an error for a job with ``metadata.name``. A ``metadata.namePrefix`` job
+  behaves like ``generateName``: the backend renders it again under a new random suffix (the name must
+  be known before creation, since the replicas' addresses are derived from it).
+- If a child cannot be created, the root is deleted (its owner references take the rest): no
+  half-submitted job stays behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .client import JSON, ApiError, Cause, Kube, KubernetesError, Resource
+
+SUBMISSION_LABEL = "kubetrain.dev/submission"
+FLAVOR_ANNOTATION = "kubetrain.dev/flavor"
+PAUSED_ANNOTATION = "kubetrain.dev/paused"
+JOB_LABEL = "kubetrain.dev/job"
+ROLE_LABEL = "kubetrain.dev/role"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+#: Used as the root's uid for children in a dry run when the server's answer for the root has none.
+_DRY_RUN_UID = "00000000-0000-0000-0000-000000000000"
+
+
+class NameTaken(KubernetesError):
+    """An object of that name exists and was not made by this submission."""
+
+    def __init__(self, kind: str, name: str, namespace: str, owner_job: str | None) -> None:
+        self.kind, self.name, self.namespace = kind, name, namespace
+        whose = f" (it belongs to kubetrain job {owner_job})" if owner_job else ""
+        super().__init__(
+            f"{kind} {name} already exists in namespace {namespace}{whose}: delete it first "
+            f"(kubetrain delete {owner_job or name} --backend kubernetes), choose another metadata.name, or use "
+            "metadata.namePrefix for a generated name"
+        )
+
+
+class SubmitError(KubernetesError):
+    """The API server refused an object (or the connection failed past every retry)."""
+
+    def __init__(self, kind: str, name: str, error: ApiError, rolled_back: bool = False) -> None:
+        self.kind, self.name, self.error = kind, name, error
+        text = f"{kind} {name} was refused: {error.describe()}"
+        if error.status == 404 and "namespace" in error.message:
+            text = f"cannot create {kind} {name}: {error.message} (create it, or choose another with -n)"
+        if rolled_back:
+            text += "\n  the objects already created were deleted again"
+        super().__init__(text)
+
+
+@dataclass
+class Submission:
+    """What a submit created."""
+
+    name: str
+    namespace: str
+    flavor: str
+    objects: list[JSON]
+    warnings: list[str] = field(default_factory=list)
+    submission_id: str = ""
+
+    @property
+    def root(self) -> JSON:
+        return self.objects[0]
+
+
+def _labels(obj: JSON) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def tag_objects(objects: Sequence[JSON], submission_id: str, flavor: str, paused: bool) -> list[JSON]:
+    """Copies with the submission label on every object and the flavor annotation on the root."""
+    out = []
+    for i, obj in enumerate(objects):
+        o = copy.deepcopy(obj)
+        meta = o.setdefault("metadata", {})
+        meta.setdefault("labels", {})[SUBMISSION_LABEL] = submission_id
+        if i == 0:
+            ann = meta.setdefault("annotations", {})
+            ann[FLAVOR_ANNOTATION] = flavor
+            if paused:
+                ann[PAUSED_ANNOTATION] = "true"
+        out.append(o)
+    return out
+
+
+def _namespace(obj: JSON, default: str) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or default)
+
+
+def create_once(kube: Kube, res: Resource, body: JSON, namespace: str, submission_id: str) -> JSON:
+    """POST ``body``; on an answer that may hide success, read it back before trying again."""
+    name = body["metadata"]["name"]
+    attempt = 0
+    while True:
+        try:
+            return kube.create(res, body, namespace)
+        except ApiError as exc:
+            if not (exc.already_exists or exc.transient):
+                raise SubmitError(body["kind"], name, exc) from None
+            error = exc
+        existing = kube.find(res, name, namespace)
+        if existing is not None:
+            labels = _labels(existing)
+            if labels.get(SUBMISSION_LABEL) == submission_id:
+                return existing  # our earlier attempt landed; its answer was lost
+            raise NameTaken(body["kind"], name, namespace, labels.get(JOB_LABEL))
+        if attempt + 1 >= kube.retry.attempts:
+            raise SubmitError(body["kind"], name, error)
+        kube.retry.wait(attempt, error)
+        attempt += 1
+
+
+def submit(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str, name: str,
+           paused: bool = False, warnings: Sequence[str] = ()) -> Submission:
+    """Create ``objects`` (rendered, root first, without owner references): root, then the rest owned by it."""
+    if not objects:
+        raise KubernetesError("nothing to submit")
+    submission_id = uuid.uuid4().hex[:12]
+    tagged = tag_objects(objects, submission_id, flavor, paused)
+    root = tagged[0]
+    root_ns = _namespace(root, namespace)
+    root_res = kube.resource_for(root["apiVersion"], root["kind"])
+    created_root = create_once(kube, root_res, root, root_ns, submission_id)
+    uid = created_root["metadata"]["uid"]
+    ref = {"apiVersion": root["apiVersion"], "kind": root["kind"], "name": root["metadata"]["name"], "uid": uid}
+    created = [created_root]
+    try:
+        for obj in tagged[1:]:
+            obj["metadata"]["ownerReferences"] = [dict(ref)]
+            res = kube.resource_for(obj["apiVersion"], obj["kind"])
+            created.append(create_once(kube, res, obj, _namespace(obj, namespace), submission_id))
+    except BaseException as exc:  # a refusal, a lost cluster, Ctrl-C: no half-created job stays
+        try:
+            kube.delete(root_res, root["metadata"]["name"], root_ns, propagation="Background")
+        except ApiError:
+            raise exc from None
+        if isinstance(exc, SubmitError):
+            raise SubmitError(exc.kind, exc.name, exc.error, rolled_back=True) from None
+        raise
+    return Submission(name, root_ns, flavor, created, list(warnings), submission_id)
+
+
+# --------------------------------------------------------------------------------------------- dry run
+
+
+@dataclass
+class Verdict:
+    """The API server's answer to one object in a dry run."""
+
+    kind: str
+    name: str
+    api_version: str
+    accepted: bool
+    status: int = 201
+    reason: str = ""
+    message: str = ""
+    causes: list[Cause] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        head = f"{self.kind}/{self.name}"
+        if self.accepted:
+            return [f"{head}: accepted"]
+        out = [f"{head}: refused ({self.status} {self.reason})".replace(" )", ")")]
+        # A 422's message repeats its causes, which carry the field paths: show those.
+        if self.message and not self.causes:
+            out.append(f"  {self.message}")
+        out += [f"  {c}" for c in self.causes]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "apiVersion": self.api_version,
+            "accepted": self.accepted,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "causes": [{"field": c.field, "message": c.message, "reason": c.reason} for c in self.causes],
+        }
+
+
+@dataclass
+class DryRunReport:
+    namespace: str
+    flavor: str
+    verdicts: list[Verdict]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.accepted for v in self.verdicts)
+
+    def format(self) -> str:
+        lines = [f"server dry run (dryRun=All), namespace {self.namespace}, flavor {self.flavor}:"]
+        for v in self.verdicts:
+            lines += ["  " + line for line in v.lines()]
+        refused = sum(1 for v in self.verdicts if not v.accepted)
+        if refused:
+            lines.append(f"{refused} of {len(self.verdicts)} objects refused; nothing was created")
+        else:
+            lines.append(f"all {len(self.verdicts)} objects accepted; nothing was created")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "flavor": self.flavor, "ok": self.ok,
+                "verdicts": [v.to_dict() for v in self.verdicts], "warnings": list(self.warnings)}
+
+
+def dry_run(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str,
+            warnings: Sequence[str] = ()) -> DryRunReport:
+    """Send every object with ``dryRun=All``; collect each verdict (the server stores nothing)."""
+    tagged = tag_objects(objects, "dry-run", flavor, False)
+    verdicts: list[Verdict] = []
+    uid = _DRY_RUN_UID
+    root = tagged[0]
+    for i, obj in enumerate(tagged):
+        if i > 0:
+            obj["metadata"]["ownerReferences"] = [{"apiVersion": root["apiVersion"], "kind": root["kind"],
+                                                   "name": root["metadata"]["name"], "uid": uid}]
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        try:
+            res = kube.resource_for(obj["apiVersion"], kind)
+            answer = _dry_create(kube, res, obj, _namespace(obj, namespace))
+        except ApiError as exc:
+            verdicts.append(Verdict(kind, name, obj["apiVersion"], False, exc.status, exc.reason, exc.message,
+                                    exc.causes))
+            continue
+        except KubernetesError as exc:
+            verdicts.append(Verdict(kind, name, obj["apiVersion"], False, 404, "NotFound", str(exc)))
+            continue
+        if i == 0:
+            uid = (answer.get("metadata") or {}).get("uid") or _DRY_RUN_UID
+        verdicts.append(Verdict(kind, name, obj["apiVersion"], True))
+    return DryRunReport(namespace, flavor, verdicts, list(warnings))
+
+
+def _dry_create(kube: Kube, res: Resource, body: JSON, namespace: str) -> JSON:
+    """A dry-run create stores nothing, so retrying it is safe."""
+    attempt = 0
+    while True:
+        try:
+            return kube.create(res, body, namespace, dry_run=True)
+        except ApiError as exc:
+            if not exc.transient or attempt + 1 >= kube.retry.attempts:
+                raise
+            kube.retry.wait(attempt, exc)
+            attempt += 1
+
+
+__all__ = [
+    "FLAVOR_ANNOTATION",
+    "JOB_LABEL",
+    "PAUSED_ANNOTATION",
+    "SUBMISSION_LABEL",
+    "DryRunReport",
+    "NameTaken",
+    "Submission",
+    "SubmitError",
+    "Verdict",
+    "create_once",
+    "dry_run",
+    "submit",
+]
