@@ -130,10 +130,12 @@ def plan(
     replicas: list[ReplicaPlan] = []
     files: dict[str, str] = {}
     warnings: list[str] = []
+    settings_of = {role: settings_for(spec, role) for role in topology.roles}
+    role_procs = {role: procs_per_replica(settings) for role, settings in settings_of.items()}
     for role in topology.roles:
-        settings = _settings_for(spec, role)
+        settings = settings_of[role]
         ctx = WireContext(
-            job_name, spec, role, settings, topology, procs_per_replica(settings), launcher_procs, files_dir
+            job_name, spec, role, settings, topology, role_procs[role], launcher_procs, files_dir, role_procs
         )
         wiring = WIRE[spec.framework](ctx)
         wirings.append(wiring)
@@ -163,7 +165,8 @@ def plan(
     )
 
 
-def _settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
+def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
+    """What one replica of `role` gets: the job's settings with the role's merged over them."""
     if spec.roles is not None and role not in spec.roles:
         # A role the framework implies (MPI's launcher) takes the job-level settings, not another role's.
         return ReplicaSettings.model_validate({name: getattr(spec, name) for name in ReplicaSettings.model_fields})
@@ -231,4 +234,13 @@ def expand_user_env(
     return out
 
 
-__all__ = ["DEFAULT_PORTS", "Plan", "ProcessPlan", "ReplicaPlan", "RestartRules", "default_topology", "plan"]
+__all__ = [
+    "DEFAULT_PORTS",
+    "Plan",
+    "ProcessPlan",
+    "ReplicaPlan",
+    "RestartRules",
+    "default_topology",
+    "plan",
+    "settings_for",
+]

@@ -545,6 +545,11 @@ def format_describe(status: JobStatus, now: float | None = None) -> str:
         lines.append("  <none>")
 
     if s.first_failure is not None:
-        lines.append("Failure:")
-        lines += ["  " + line for line in s.first_failure.explain(s.job_id).splitlines()]
+        if s.phase is JobPhase.FAILED:
+            lines.append("Failure:")
+            lines += ["  " + line for line in s.first_failure.explain(s.job_id).splitlines()]
+        else:  # the job recovered (restarted) or is still running: a past failure, not the job's outcome
+            lines.append("Last failure:")
+            explained = s.first_failure.explain().splitlines()
+            lines += ["  " + s.first_failure.headline()] + ["  " + line for line in explained[1:]]
     return "\n".join(lines)

@@ -137,12 +137,6 @@ def test_pytorch_ranks_across_roles_with_procs_per_replica() -> None:
     assert {proc.env["LOCAL_WORLD_SIZE"] for proc in by_key.values()} == {"2"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (frameworks/pytorch.py, frameworks/jax.py): WORLD_SIZE and rank offsets use the wiring "
-    "role's own procsPerReplica for every role, so roles with different procsPerReplica get different "
-    "WORLD_SIZE values and ranks with gaps",
-)
 def test_pytorch_ranks_when_roles_differ_in_procs_per_replica() -> None:
     """A master with 1 process and workers with 2 each: either the spec refuses it, or the ranks are
     0..N-1 with one WORLD_SIZE — a rank gap or two world sizes hang init_process_group."""
@@ -164,8 +158,9 @@ def test_pytorch_ranks_when_roles_differ_in_procs_per_replica() -> None:
 
 
 def test_pytorch_local_rank_argument() -> None:
-    p = make_plan({"framework": "pytorch", "replicas": 1, "procsPerReplica": 2, "localRank": True,
-                   "run": {"python": ["t.py"]}})  # fmt: skip
+    p = make_plan(
+        {"framework": "pytorch", "replicas": 1, "procsPerReplica": 2, "localRank": True, "run": {"python": ["t.py"]}}
+    )
     assert [list(proc.argv) for proc in p.processes] == [
         ["python", "t.py", "--local_rank=0"],
         ["python", "t.py", "--local_rank=1"],
@@ -256,9 +251,18 @@ def test_mpi_launcher_argv_and_hostfile() -> None:
     assert [proc.key for proc in p.processes] == ["launcher-0"]  # mpirun starts every rank
     launcher = p.processes[0]
     assert list(launcher.argv) == [
-        "mpirun", "--hostfile", "/run/kt/hostfile", "-np", "6", "--bind-to", "none",
-        "python", "allreduce.py", "--n", "4",
-    ]  # fmt: skip
+        "mpirun",
+        "--hostfile",
+        "/run/kt/hostfile",
+        "-np",
+        "6",
+        "--bind-to",
+        "none",
+        "python",
+        "allreduce.py",
+        "--n",
+        "4",
+    ]
     assert launcher.env["KUBETRAIN_HOSTFILE"] == "/run/kt/hostfile"
     # Local replicas share one host: one line, their slots summed, as `localhost` (no ssh).
     assert p.files == {"hostfile": "localhost slots=6\n"}
@@ -330,14 +334,10 @@ def test_deepspeed_launcher_module_and_exec(run: dict[str, Any], tail: list[str]
     assert list(p.processes[0].argv[-len(tail) :]) == tail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (frameworks/deepspeed.py): the launcher passes --master_port=29500 (a constant) instead of "
-    "worker-0's port from the topology; locally two deepspeed jobs collide on 29500",
-)
 def test_deepspeed_launcher_master_port_is_worker_0s_port() -> None:
-    p = make_plan({"framework": "deepspeed", "run": {"python": ["t.py"]},
-                   "roles": {"launcher": {}, "worker": {"replicas": 2}}})  # fmt: skip
+    p = make_plan(
+        {"framework": "deepspeed", "run": {"python": ["t.py"]}, "roles": {"launcher": {}, "worker": {"replicas": 2}}}
+    )
     assert f"--master_port={p.topology.port('worker', 0)}" in p.processes[0].argv
 
 

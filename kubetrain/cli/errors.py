@@ -37,6 +37,9 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except (StoreError, LocalError) as exc:  # unknown or ambiguous job ids, a job in the wrong phase
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except Exception as exc:
         # The cluster backend's errors can only come from it once imported: importing it just to compare
         # would cost every local command ~0.4 s.
@@ -45,6 +48,3 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
             print(f"error: {exc}", file=sys.stderr)
             return int(exc.exit_code)
         raise
-    except (StoreError, LocalError) as exc:  # unknown or ambiguous job ids, a job in the wrong phase
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED

@@ -76,7 +76,8 @@ def list_jobs(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         emit({"items": [j.to_dict() for j in jobs]}, args.output)
     elif args.output == "name":
-        print("\n".join(j.job_id for j in jobs))
+        for j in jobs:
+            print(j.job_id)
     else:
         print(format_table(jobs, wide=args.output == "wide"))
     return 0

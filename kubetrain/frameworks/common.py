@@ -51,6 +51,26 @@ class WireContext:
     them (torchrun on Kubernetes, where kubetrain is not in the image)."""
     files_dir: str
     """Where files named in `RoleWiring.files` are found at run time."""
+    role_procs: dict[str, int] = field(default_factory=dict)
+    """Processes per replica of every role (roles may differ); this role's is `procs`."""
+
+    def procs_of(self, role: str) -> int:
+        return self.role_procs.get(role, self.procs) if role != self.role else self.procs
+
+    @property
+    def world_size(self) -> int:
+        """Processes in the whole job, across roles."""
+        return sum(n * self.procs_of(role) for role, n in self.topology.roles.items())
+
+    def rank_offset(self, role: str | None = None) -> int:
+        """Global rank of the first process of `role`'s first replica."""
+        role = role or self.role
+        offset = 0
+        for name, n in self.topology.roles.items():
+            if name == role:
+                return offset
+            offset += n * self.procs_of(name)
+        raise KeyError(role)
 
     @property
     def roles(self) -> dict[str, int]:

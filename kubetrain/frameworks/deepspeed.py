@@ -25,6 +25,7 @@ def wire(ctx: WireContext) -> RoleWiring:
 def _launcher(ctx: WireContext, hosts: str) -> RoleWiring:
     run = run_of(ctx)
     master = ctx.topology.host("worker", 0)
+    master_port = ctx.topology.port("worker", 0)
     env = {**common_env(ctx), "KUBETRAIN_HOSTFILE": hostfile_path(ctx)}
     if run.custom_command is not None:
         argv = program_argv(run)
@@ -40,7 +41,7 @@ def _launcher(ctx: WireContext, hosts: str) -> RoleWiring:
             "deepspeed",
             f"--hostfile={hostfile_path(ctx)}",
             f"--master_addr={master}",
-            f"--master_port={pytorch.DEFAULT_PORT}",
+            f"--master_port={master_port}",
             *run.other_args,
             *program,
         ]

@@ -11,8 +11,8 @@ DEFAULT_PORT = 1234
 def wire(ctx: WireContext) -> RoleWiring:
     first = next(iter(ctx.topology.roles))
     coordinator = ctx.topology.address(first, 0)
-    total = sum(ctx.topology.roles.values()) * ctx.procs
-    offset = ctx.role_offset() * ctx.procs
+    total = ctx.world_size
+    offset = ctx.rank_offset()
     base = {**common_env(ctx), "JAX_COORDINATOR_ADDRESS": coordinator, "JAX_NUM_PROCESSES": str(total)}
     argv = tuple(program_argv(run_of(ctx)))
     processes = tuple(

@@ -19,9 +19,10 @@ def _rank0(ctx: WireContext) -> tuple[str, int]:
 def wire(ctx: WireContext) -> RoleWiring:
     run = run_of(ctx)
     total_nodes = sum(ctx.topology.roles.values())
-    world = total_nodes * ctx.procs
+    world = ctx.world_size
     addr, port = _rank0(ctx)
     offset = ctx.role_offset()
+    first_rank = ctx.rank_offset()
     env: dict[str, Value] = {
         **common_env(ctx),
         "MASTER_ADDR": addr,
@@ -41,7 +42,7 @@ def wire(ctx: WireContext) -> RoleWiring:
         processes.append(
             ProcessWiring(
                 tuple(program_argv(run, local_rank_arg=arg)),
-                {"RANK": (Idx(ctx.procs, offset * ctx.procs + local),), "LOCAL_RANK": str(local)},
+                {"RANK": (Idx(ctx.procs, first_rank + local),), "LOCAL_RANK": str(local)},
                 local_rank=local,
             )
         )

@@ -174,5 +174,17 @@ def _mount_input(value: Any) -> Any:
     return parse_mount_string(value) if isinstance(value, str) else value
 
 
-MountInput = Annotated[Mount, BeforeValidator(_mount_input)]
+class _MountOrString:
+    """JSON Schema of a mount: an object, or the TorchX string form (editors must accept both)."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        torchx = {
+            "type": "string",
+            "pattern": r"^\s*type=",
+            "description": "type=bind|volume|device,src=..,dst=..[,readonly]",
+        }
+        return {"anyOf": [torchx, handler(core_schema)]}
+
+
+MountInput = Annotated[Mount, BeforeValidator(_mount_input), _MountOrString()]
 """A mount object, or a TorchX-style string such as `type=volume,src=datasets,dst=/data,readonly`."""

@@ -6,7 +6,7 @@ import functools
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -59,7 +59,16 @@ def _quantity(value: Any) -> str:
     return text
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+Quantity = Annotated[
+    str,
+    BeforeValidator(_quantity),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string"}, {"type": "number", "minimum": 0}],
+            "description": "A Kubernetes quantity: 500m, 2, 1.5, 512Mi, 16Gi",
+        }
+    ),
+]
 """A Kubernetes quantity ("500m", "16Gi", 2), kept as written and checked with the client's parser."""
 
 

@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from ....frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, Value, WireContext
 from ....frameworks.common import program_argv
-from ....plan import procs_per_replica, replica_counts
+from ....plan import procs_per_replica, replica_counts, settings_for
 from ....spec import JobSpec, ReplicaSettings, TrainJob
 from ....spec.errors import Path
 from ..names import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
@@ -86,13 +86,6 @@ def base_name(name: str, room: int, *, rfc1035: bool) -> str:
     """The job name if it fits (and starts with a letter where a Service is named after it), else a
     sanitized, hashed form (names.py): distinct job names never share objects."""
     return dns1035_label(name, max_len=room) if rfc1035 else dns_label(name, max_len=room)
-
-
-def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
-    """As `plan` does: an implied role (MPI's launcher) runs with the first role's settings."""
-    if spec.roles is not None and role not in spec.roles:
-        return spec.role_settings(next(iter(spec.roles)))
-    return spec.role_settings(role)
 
 
 @dataclass
@@ -197,11 +190,13 @@ def wire_roles(
     topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports={r: port for r in counts})
     views: list[RoleView] = []
     files: dict[str, str] = {}
+    settings_of = {role: settings_for(spec, role) for role in counts}
+    role_procs = {role: procs_per_replica(settings) for role, settings in settings_of.items()}
     for role, replicas in counts.items():
-        settings = settings_for(spec, role)
-        procs = procs_per_replica(settings)
+        settings = settings_of[role]
+        procs = role_procs[role]
         wiring = WIRE[spec.framework](
-            WireContext(name, spec, role, settings, topology, procs, False, FILES_DIR)
+            WireContext(name, spec, role, settings, topology, procs, False, FILES_DIR, role_procs)
         )
         files.update(wiring.files)
         env = dict(wiring.env)
