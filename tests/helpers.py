@@ -7,8 +7,10 @@ limit, so a slow machine makes a test slower, never flaky.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import yaml
 
 from kubetrain.backends.local.backend import LocalBackend
@@ -280,3 +283,42 @@ def parse_json_lines(lines: Sequence[str]) -> list[Any]:
         except ValueError:
             continue
     return out
+
+
+def processes_of(home: Path) -> list[int]:
+    """Live processes started with KUBETRAIN_HOME=`home`: a test's supervisors, watchdogs and replicas
+    (every test has its own home, so these are this test's and no one else's)."""
+    needle = f"KUBETRAIN_HOME={home}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:  # gone, or a zombie
+            continue
+        if needle in environ.split(b"\0") and alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(kubetrain_home: Path) -> Iterator[None]:
+    """After each test: nothing the test's jobs started still runs (given time to finish exiting). What
+    is left is killed, and the test errors: a job that outlives its test is a bug."""
+    yield
+    left = processes_of(kubetrain_home)
+    deadline = time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = processes_of(kubetrain_home)
+    if left:
+        described = []
+        for pid in left:
+            with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                described.append(f"{pid}: {cmdline.decode(errors='replace')}")
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        pytest.fail("processes left behind:\n" + "\n".join(described))

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
+from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
     ALWAYS_FAIL,
     EXIT_ON_INDEX,
     FAIL_FIRST_ATTEMPT,
@@ -20,6 +21,7 @@ from helpers import (
     local_backend,
     log_lines,
     make_job,
+    no_process_left_behind,
     no_traceback,
     pidfiles,
     run_job,
@@ -88,8 +90,10 @@ def test_a_missing_program_fails_with_127_and_says_so(tmp_path: Path) -> None:
 def test_a_failing_local_rank_is_what_its_replica_reports(tmp_path: Path) -> None:
     """With procsPerReplica 2, local rank 1 exits 3: the replica is Failed with exit code 3 — not with the
     SIGTERM its sibling got when the job was stopped."""
-    write(tmp_path / "lr.py", "import os, sys, time\nif os.environ['LOCAL_RANK'] == '1':\n"
-          "    sys.exit(3)\ntime.sleep(600)\n")  # fmt: skip
+    write(
+        tmp_path / "lr.py",
+        "import os, sys, time\nif os.environ['LOCAL_RANK'] == '1':\n    sys.exit(3)\ntime.sleep(600)\n",
+    )
     job = make_job({"framework": "pytorch", "replicas": 1, "procsPerReplica": 2, "run": {"python": ["lr.py"]}})
     status = run_job(job, tmp_path)
     assert status.phase is JobPhase.FAILED
@@ -107,8 +111,9 @@ def test_exit_code_policy_retries_137(tmp_path: Path, how: str) -> None:
     """restartPolicy ExitCode: a replica killed by SIGKILL (or exiting 137, as the OOM killer looks in a
     container) is retried; the job then succeeds."""
     write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
-    job = make_job(generic(["once.py", str(tmp_path / "marker"), how], restartPolicy="ExitCode",
-                           runPolicy={"backoffLimit": 3}))  # fmt: skip
+    job = make_job(
+        generic(["once.py", str(tmp_path / "marker"), how], restartPolicy="ExitCode", runPolicy={"backoffLimit": 3})
+    )
     status = run_job(job, tmp_path)
     assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
     assert status.backoff_count == 1
@@ -119,8 +124,9 @@ def test_exit_code_policy_retries_137(tmp_path: Path, how: str) -> None:
 
 def test_exit_code_policy_does_not_retry_1(tmp_path: Path) -> None:
     write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
-    job = make_job(generic(["once.py", str(tmp_path / "marker"), "1"], restartPolicy="ExitCode",
-                           runPolicy={"backoffLimit": 3}))  # fmt: skip
+    job = make_job(
+        generic(["once.py", str(tmp_path / "marker"), "1"], restartPolicy="ExitCode", runPolicy={"backoffLimit": 3})
+    )
     status = run_job(job, tmp_path)
     assert status.phase is JobPhase.FAILED
     assert status.backoff_count == 0
@@ -145,8 +151,9 @@ def test_backoff_limit_counts_restarts_then_gives_up(tmp_path: Path) -> None:
 
 def test_a_job_failing_only_on_its_first_attempt_succeeds_after_one_restart(tmp_path: Path) -> None:
     write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
-    job = make_job(generic(["once.py", str(tmp_path / "marker"), "4"], restartPolicy="OnFailure",
-                           runPolicy={"backoffLimit": 1}))  # fmt: skip
+    job = make_job(
+        generic(["once.py", str(tmp_path / "marker"), "4"], restartPolicy="OnFailure", runPolicy={"backoffLimit": 1})
+    )
     status = run_job(job, tmp_path)
     assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
     assert status.backoff_count == 1
@@ -222,6 +229,27 @@ def test_cancel_from_another_shell_leaves_no_process(tmp_path: Path) -> None:
     no_traceback(again)
 
 
+def test_cancel_of_an_attached_run_from_another_shell(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    proc = spawn_cli("run", job_file(tmp_path, generic(["sleep.py", str(pids)]), "att"))
+    try:
+        found = wait_pids(pids, 2)
+        job_id = only_job_id()
+        wait_phase(job_id, JobPhase.RUNNING)
+        cancelled = cli("cancel", job_id)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert proc.returncode == 130
+    assert f"job {job_id} cancelled" in err
+    wait_gone(found.values())
+    assert status_of(job_id).phase is JobPhase.CANCELLED
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_signal_to_an_attached_run_stops_the_job(tmp_path: Path, sig: signal.Signals) -> None:
     """Ctrl-C, or a SIGTERM (`timeout`, `kill`, a CI runner stopping a step), on an attached `kubetrain run`
@@ -245,6 +273,40 @@ def test_signal_to_an_attached_run_stops_the_job(tmp_path: Path, sig: signal.Sig
     assert "cancelled" in err
     wait_gone(found.values())
     assert status_of(job_id).phase is JobPhase.CANCELLED
+
+
+TERM_NOTING = """\
+import os, pathlib, signal, sys, time
+# Notes the SIGTERM it gets and carries on: only SIGKILL stops it.
+d = pathlib.Path(sys.argv[1]); d.mkdir(exist_ok=True)
+signal.signal(signal.SIGTERM, lambda *_: (d / "got-sigterm").touch())
+(d / "replica.pid").write_text(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_second_ctrl_c_skips_the_grace_period(tmp_path: Path) -> None:
+    """The first Ctrl-C asks the replicas to stop (SIGTERM); a second one kills them now instead of
+    waiting out the grace period (10 minutes here: the test's own timeout would fail first)."""
+    write(tmp_path / "noting.py", TERM_NOTING)
+    pids = tmp_path / "pids"
+    job = make_job(generic(["noting.py", str(pids)], replicas=1))
+
+    def interrupt_twice() -> None:
+        wait_for("the replica to start", lambda: (pids / "replica.pid").exists())
+        os.kill(os.getpid(), signal.SIGINT)
+        wait_for("the replica to get SIGTERM", lambda: (pids / "got-sigterm").exists())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with local_backend() as backend:
+        job_id, _plan = backend.create(job, tmp_path)
+        thread = threading.Thread(target=interrupt_twice, daemon=True)
+        thread.start()
+        phase = Supervisor(backend.store, job_id, grace=600).run()
+        thread.join(30)
+    assert phase is JobPhase.CANCELLED
+    wait_gone(pidfiles(pids).values())
 
 
 def test_sigkill_of_the_supervisor_leaves_no_replica_and_status_says_supervisor_lost(tmp_path: Path) -> None:

@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import (
+from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
     EXAMPLES,
     checksums,
     cli,
     job_file,
     log_lines,
     make_job,
+    no_process_left_behind,
     no_traceback,
     parse_json_lines,
     run_job,
@@ -26,7 +27,30 @@ from kubetrain.status import JobPhase
 
 pytestmark = pytest.mark.timeout(240)
 
-TRAIN = EXAMPLES / "pytorch-ddp" / "train.py"
+DDP_EXAMPLE = EXAMPLES / "pytorch-ddp"
+
+# examples/pytorch-ddp/train.py, run as is but for one thing: DDP's reference cycles are collected before
+# destroy_process_group. Without that, the process group and its gloo threads live on into interpreter
+# shutdown, where torch 2.13 aborts now and then (SIGABRT, "terminate called without an active
+# exception") after the job's work is done: a known bug of the example, reported; drop this shim once
+# train.py releases the model itself.
+DDP_TRAIN = f"""\
+import gc, sys
+sys.path.insert(0, {str(DDP_EXAMPLE)!r})
+import torch.distributed as dist
+import train
+
+_destroy = dist.destroy_process_group
+
+
+def _destroy_after_collect(*args, **kwargs):
+    gc.collect()
+    return _destroy(*args, **kwargs)
+
+
+dist.destroy_process_group = _destroy_after_collect
+sys.exit(train.main(sys.argv[1:]))
+"""
 
 
 def _same_checksum_on_every_rank(sums: dict[int, str], world: int) -> None:
@@ -39,11 +63,21 @@ def _same_checksum_on_every_rank(sums: dict[int, str], world: int) -> None:
 def test_torch_ddp_two_replicas_quick_form(tmp_path: Path) -> None:
     """`kubetrain run --framework pytorch --replicas 2 -- python train.py`: two replicas of one process each
     train over gloo and end with identical parameters (DDP averaged every gradient)."""
-    shutil.copy(TRAIN, tmp_path / "train.py")
+    write(tmp_path / "train.py", DDP_TRAIN)
     result = cli(
-        "run", "--framework", "pytorch", "--replicas", "2", "--", "python", "train.py", "--steps", "5",
-        cwd=tmp_path, timeout=200,
-    )  # fmt: skip
+        "run",
+        "--framework",
+        "pytorch",
+        "--replicas",
+        "2",
+        "--",
+        "python",
+        "train.py",
+        "--steps",
+        "5",
+        cwd=tmp_path,
+        timeout=200,
+    )
     assert result.returncode == 0, result.stderr
     no_traceback(result)
     out = result.stdout.splitlines()
@@ -56,9 +90,12 @@ def test_torch_ddp_two_replicas_quick_form(tmp_path: Path) -> None:
 def test_torch_ddp_one_replica_two_processes(tmp_path: Path) -> None:
     """One replica with procsPerReplica 2: kubetrain starts both local ranks itself; each has its own log
     file, and both end with the same parameters."""
-    job = load(str(EXAMPLES / "pytorch-ddp" / "job.yaml"),
-               overrides=["spec.replicas=1", "spec.procsPerReplica=2", 'spec.run.python=[train.py,--steps,"5"]'])  # fmt: skip
-    status = run_job(job, EXAMPLES / "pytorch-ddp")
+    train = write(tmp_path / "train.py", DDP_TRAIN)
+    job = load(
+        str(DDP_EXAMPLE / "job.yaml"),
+        overrides=["spec.replicas=1", "spec.procsPerReplica=2", f'spec.run.python=[{train},--steps,"5"]'],
+    )
+    status = run_job(job, DDP_EXAMPLE)
     assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
     logs = log_lines(status.job_id)
     assert sorted(logs) == ["worker-0.0", "worker-0.1"]
@@ -98,8 +135,12 @@ def test_tf_config_contract_across_chief_worker_ps_and_evaluator(tmp_path: Path)
     assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
     reports = [r for lines in log_lines(status.job_id).values() for r in parse_json_lines(lines)]
     assert sorted((r["role"], r["index"]) for r in reports) == [
-        ("chief", 0), ("evaluator", 0), ("ps", 0), ("worker", 0), ("worker", 1),
-    ]  # fmt: skip
+        ("chief", 0),
+        ("evaluator", 0),
+        ("ps", 0),
+        ("worker", 0),
+        ("worker", 1),
+    ]
     clusters = [r["config"]["cluster"] for r in reports]
     assert all(c == clusters[0] for c in clusters), "tasks disagree on the cluster"
     cluster = clusters[0]
@@ -124,8 +165,10 @@ def test_tf_config_example_script(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     configs = parse_json_lines(result.stdout.splitlines())
     assert sorted((c["task"]["type"], c["task"]["index"]) for c in configs) == [
-        ("chief", 0), ("worker", 0), ("worker", 1),
-    ]  # fmt: skip
+        ("chief", 0),
+        ("worker", 0),
+        ("worker", 1),
+    ]
     assert len({json.dumps(c["cluster"], sort_keys=True) for c in configs}) == 1
 
 
@@ -147,8 +190,9 @@ def test_mpi_allreduce_over_two_ranks() -> None:
 def test_jax_env_contract(tmp_path: Path) -> None:
     """examples/jax-env/print_env.py (no jax needed) in 2 replicas × 2 processes: one coordinator for all,
     the process count, and process ids 0..3, each once."""
-    job = load(str(EXAMPLES / "jax-env" / "job.yaml"),
-               overrides=["spec.run.python=[print_env.py]", "spec.procsPerReplica=2"])  # fmt: skip
+    job = load(
+        str(EXAMPLES / "jax-env" / "job.yaml"), overrides=["spec.run.python=[print_env.py]", "spec.procsPerReplica=2"]
+    )
     status = run_job(job, EXAMPLES / "jax-env")
     assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
     seen = [env for lines in log_lines(status.job_id).values() for env in parse_json_lines(lines)]
@@ -175,8 +219,11 @@ def test_generic_example_replicas_find_their_peers() -> None:
 
 def test_quick_form_pytorch_env_without_torch(tmp_path: Path) -> None:
     """The quick form wires the torch env contract for any program: ranks 0 and 1 of world 2."""
-    write(tmp_path / "env.py", "import os\nprint('RANKINFO', os.environ['RANK'], os.environ['WORLD_SIZE'], "
-          "os.environ['MASTER_ADDR'], os.environ['MASTER_PORT'], flush=True)\n")  # fmt: skip
+    write(
+        tmp_path / "env.py",
+        "import os\nprint('RANKINFO', os.environ['RANK'], os.environ['WORLD_SIZE'], "
+        "os.environ['MASTER_ADDR'], os.environ['MASTER_PORT'], flush=True)\n",
+    )
     result = cli("run", "--framework", "pytorch", "--replicas", "2", "--", "python", "env.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     infos = sorted(line.split("RANKINFO ", 1)[1].split() for line in result.stdout.splitlines() if "RANKINFO" in line)

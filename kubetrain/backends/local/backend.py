@@ -7,6 +7,7 @@ plus a SIGTERM that wakes it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -193,7 +194,8 @@ class LocalBackend:
             if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
                 self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
             return self.status(job_id)
-        os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
+            os.kill(pid, signal.SIGTERM)
         return self.wait(job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED)
 
     def resume(self, job_id: str, *, detach: bool = True) -> str:

@@ -1,0 +1,200 @@
+"""The local backend's job lifecycle across commands: run modes, suspend and resume, concurrent jobs,
+delete, and what the store records. Real processes; plain Python replicas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+    PIDFILE_SLEEP,
+    TICK,
+    cli,
+    job_file,
+    local_backend,
+    log_lines,
+    make_job,
+    no_process_left_behind,
+    pidfiles,
+    start_detached,
+    status_of,
+    supervisor_pid,
+    wait_gone,
+    wait_phase,
+    wait_pids,
+    write,
+)
+
+from kubetrain.backends.local.backend import LocalError
+from kubetrain.status import JobPhase, ReplicaPhase
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
+    return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}
+
+
+@pytest.mark.parametrize("paused", [{"runMode": "Pause"}, {"runPolicy": {"suspend": True}}], ids=["pause", "suspend"])
+def test_run_mode_pause_creates_suspended_and_resume_runs_it(tmp_path: Path, paused: dict[str, Any]) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    path = job_file(tmp_path, generic(["sleep.py", str(pids), "0"], **paused), "paused")
+    created = cli("run", path)
+    assert created.returncode == 0, created.stderr
+    job_id = created.stdout.strip()
+    assert "kubetrain resume" in created.stderr
+    status = status_of(job_id)
+    assert (status.phase, status.reason) == (JobPhase.SUSPENDED, "Paused")
+    assert [r.phase for r in status.replicas] == [ReplicaPhase.PENDING] * 2
+    assert pidfiles(pids) == {}  # nothing started
+
+    resumed = cli("resume", job_id)
+    assert resumed.returncode == 0, resumed.stderr
+    status = wait_phase(job_id, JobPhase.SUCCEEDED, JobPhase.FAILED)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    assert len(pidfiles(pids)) == 2
+
+
+def test_suspend_a_running_job_then_resume_it(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    job_id, sup = start_detached(make_job(generic(["sleep.py", str(pids)]), "susp"), tmp_path)
+    found = wait_pids(pids, 2)
+    wait_phase(job_id, JobPhase.RUNNING)
+
+    suspended = cli("suspend", job_id)
+    assert suspended.returncode == 0, suspended.stderr
+    assert f"job {job_id} suspended" in suspended.stdout
+    wait_gone([*found.values(), sup])
+    status = status_of(job_id)
+    assert status.phase is JobPhase.SUSPENDED
+    assert all(r.phase is not ReplicaPhase.RUNNING for r in status.replicas)
+    assert cli("suspend", job_id).returncode == 0  # already suspended: nothing to do
+
+    # Resumed, the replicas start again (new processes, a fresh plan: the old ports may be taken by now).
+    for pidfile in pids.glob("*.pid"):
+        pidfile.unlink()
+    resumed = cli("resume", job_id)
+    assert resumed.returncode == 0, resumed.stderr
+    again = wait_pids(pids, 2)
+    assert set(again.values()).isdisjoint(found.values())
+    assert wait_phase(job_id, JobPhase.RUNNING).reason == "Started"
+    assert cli("cancel", job_id).returncode == 0
+    wait_gone(again.values())
+    assert status_of(job_id).phase is JobPhase.CANCELLED
+
+
+def test_resume_refuses_a_job_that_is_not_suspended(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    path = job_file(tmp_path, generic(["sleep.py", str(tmp_path / "pids"), "0"], replicas=1))
+    assert cli("run", path).returncode == 0
+    job_id = cli("list", "-o", "name").stdout.split()[0]
+    result = cli("resume", job_id)
+    assert result.returncode == 1
+    assert "not Suspended" in result.stderr
+    assert "Traceback" not in result.stderr
+    with local_backend() as backend, pytest.raises(LocalError):
+        backend.suspend(job_id)
+
+
+def test_run_mode_debug_holds_the_program_and_attach_prints_it(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    path = job_file(tmp_path, {**generic(["sleep.py", str(pids)]), "framework": "pytorch", "runMode": "Debug"}, "dbg")
+    started = cli("run", path, "--detach")
+    assert started.returncode == 0, started.stderr
+    job_id = started.stdout.strip()
+    status = wait_phase(job_id, JobPhase.RUNNING)
+    assert status.reason == "DebugHold"
+    for replica in status.replicas:
+        assert (replica.phase, replica.reason) == (ReplicaPhase.RUNNING, "DebugHold")
+
+    shown = cli("attach", job_id, "worker-1", "--print")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "export RANK=1" in lines
+    assert "export WORLD_SIZE=2" in lines
+    assert "export KUBETRAIN_ROLE=worker" in lines
+    assert f"cd {tmp_path.resolve()}" in lines
+    assert lines[-1].endswith(f"sleep.py {pids}")  # the held command, to run by hand
+    assert pidfiles(pids) == {}  # held: the program itself has not run
+
+    # Without --print: a shell in the replica's environment and folder (here fed from a pipe).
+    shell = cli("attach", job_id, "worker-1", env={"SHELL": "/bin/sh"}, stdin='echo "rank=$RANK"; pwd\n')
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.splitlines() == ["rank=1", str(tmp_path.resolve())]
+    assert f"sleep.py {pids}" in shell.stderr  # what to run by hand
+
+    unknown = cli("attach", job_id, "worker-7", "--print")
+    assert unknown.returncode == 1 and "worker-0, worker-1" in unknown.stderr
+
+    assert cli("cancel", job_id).returncode == 0
+    assert status_of(job_id).phase is JobPhase.CANCELLED
+
+
+def test_two_detached_jobs_at_once_both_succeed(tmp_path: Path) -> None:
+    write(tmp_path / "tick.py", TICK)
+    paths = [job_file(tmp_path, generic(["tick.py", "10", "0.1"]), f"conc{i}", f"job{i}.yaml") for i in range(2)]
+    ids = []
+    for path in paths:
+        started = cli("run", path, "--detach")
+        assert started.returncode == 0, started.stderr
+        ids.append(started.stdout.strip())
+    assert len(set(ids)) == 2
+    # Reading the store while both supervisors write to it: always a consistent answer, never "locked".
+    while True:
+        listed = cli("list", "-o", "json")
+        assert listed.returncode == 0, listed.stderr
+        phases = {item["jobId"]: item["phase"] for item in json.loads(listed.stdout)["items"]}
+        assert set(phases) == set(ids)
+        if all(phase in ("Succeeded", "Failed", "Cancelled") for phase in phases.values()):
+            break
+    for job_id in ids:
+        status = wait_phase(job_id, JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED)
+        assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+        assert [r.phase for r in status.replicas] == [ReplicaPhase.SUCCEEDED] * 2
+        logs = log_lines(job_id)
+        for key, lines in logs.items():
+            assert [line for line in lines if line.startswith("tick")] == [f"tick {i} {key}" for i in range(10)]
+
+    listed = json.loads(cli("list", "-o", "json").stdout)["items"]
+    assert sorted(item["jobId"] for item in listed) == sorted(ids)
+    assert {item["phase"] for item in listed} == {"Succeeded"}
+    pids = {r["pid"] for item in listed for r in item["replicas"]}
+    assert len(pids) == 4  # four distinct replica processes recorded
+
+
+def test_delete_a_running_job_stops_it_and_forgets_it(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    job_id, _sup = start_detached(make_job(generic(["sleep.py", str(pids)]), "del"), tmp_path)
+    found = wait_pids(pids, 2)
+    with local_backend() as backend:
+        log_dir = backend.store.log_dir(job_id)
+    assert log_dir.is_dir()
+    deleted = cli("delete", job_id)
+    assert deleted.returncode == 0, deleted.stderr
+    wait_gone(found.values())
+    assert cli("list", "-o", "name").stdout.strip() == ""
+    assert not log_dir.exists()
+    gone = cli("status", job_id)
+    assert gone.returncode == 1 and "no job matches" in gone.stderr
+
+
+def test_job_ids_resolve_by_unambiguous_prefix(tmp_path: Path) -> None:
+    write(tmp_path / "tick.py", TICK)
+    path = job_file(tmp_path, generic(["tick.py", "1", "0"], replicas=1), "prefixjob")
+    for _ in range(2):
+        assert cli("run", path, "-q").returncode == 0
+    ids = cli("list", "-o", "name").stdout.split()
+    assert len(ids) == 2
+    ambiguous = cli("status", "prefixjob")
+    assert ambiguous.returncode == 1
+    assert all(job_id in ambiguous.stderr for job_id in ids)
+    shortest = next(ids[0][:n] for n in range(1, len(ids[0]) + 1) if not ids[1].startswith(ids[0][:n]))
+    one = cli("status", shortest)
+    assert one.returncode == 0
+    assert one.stdout.startswith(f"{ids[0]} Succeeded")
