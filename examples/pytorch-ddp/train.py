@@ -15,6 +15,7 @@ handling).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         train(args)
         dist.barrier()  # nobody leaves while a peer still needs them
     finally:
+        # DDP's reference cycles would keep gloo's threads alive into interpreter shutdown, where they
+        # can abort the process ("terminate called without an active exception"): collect them first.
+        gc.collect()
         dist.destroy_process_group()
     return 0
 
