@@ -25,3 +25,30 @@ def test_threads_are_shared_among_the_jobs_processes() -> None:
 def test_a_thread_count_the_user_set_is_kept() -> None:
     env = replica_base_env({"OMP_NUM_THREADS": "7"}, "/usr/bin/python3", ["a", "b"])
     assert env["OMP_NUM_THREADS"] == "7"
+
+
+def test_a_job_whose_supervisor_died_before_starting_replicas_is_failed_not_pending(tmp_path: object) -> None:
+    """A detached supervisor killed between recording itself and starting the replicas: the job must not
+    stay Pending forever; the next look reports it Failed with reason SupervisorLost."""
+    import subprocess
+    import sys
+
+    from kubetrain.backends.local.backend import LocalBackend
+    from kubetrain.spec import from_dict
+    from kubetrain.status import JobPhase
+
+    job = from_dict({"metadata": {"name": "lost"}, "spec": {"run": {"exec": ["true"]}, "replicas": 1}})
+    backend = LocalBackend()
+    try:
+        job_id, _plan = backend.create(job, tmp_path)  # type: ignore[arg-type]
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        backend.store.set_supervisor(job_id, gone.pid)  # recorded while alive...
+        gone.wait()  # ...then dead, before any replica started
+        assert backend.store.get_status(job_id).phase is JobPhase.PENDING
+        status = backend.status(job_id)
+        assert status.phase is JobPhase.FAILED
+        assert status.reason == "SupervisorLost"
+        created = LocalBackend().create(job, tmp_path)[0]  # type: ignore[arg-type]
+        assert backend.status(created).phase is JobPhase.PENDING  # no supervisor yet: simply waiting
+    finally:
+        backend.close()

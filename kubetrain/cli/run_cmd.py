@@ -111,6 +111,9 @@ def _attached(backend: Any, job_id: str, plan: Any, *, quiet: bool) -> int:
     if phase.value == "Cancelled":
         say(f"job {job_id} cancelled", quiet=quiet)
         return EXIT_INTERRUPTED
+    if phase.value == "Suspended":  # `kubetrain suspend` from another shell: the job waits, nothing failed
+        say(f"job {job_id} suspended; continue it with: kubetrain resume {job_id}", quiet=quiet)
+        return 0
     if status.first_failure is not None:
         print(status.first_failure.explain(job_id), file=sys.stderr)
     else:

@@ -140,8 +140,10 @@ class LocalBackend:
     def _supervisor_lost(self, job_id: str, status: JobStatus) -> bool:
         """A Running job whose supervisor died (SIGKILL, OOM, reboot): its replicas died with it (or are
         killed now); record it as Failed with the reason, rather than Running forever."""
-        if status.phase is not JobPhase.RUNNING or self.store.supervisor_alive(job_id):
+        if status.phase not in (JobPhase.RUNNING, JobPhase.PENDING) or self.store.supervisor_alive(job_id):
             return False
+        if status.phase is JobPhase.PENDING and self.store.recorded_supervisor_pid(job_id) is None:
+            return False  # not started yet (a detached supervisor on its way), or created paused
         for record in self.store.replica_records(job_id):
             if record.pid and record.pid_start_time:
                 kill_recorded(record.pid, record.pid_start_time, signal.SIGKILL)
@@ -154,7 +156,7 @@ class LocalBackend:
             reason="SupervisorLost",
             message=message,
             condition=Condition("Failed", ConditionStatus.TRUE, "SupervisorLost", message, time.time()),
-            expect=(JobPhase.RUNNING,),
+            expect=(JobPhase.RUNNING, JobPhase.PENDING),
         )
 
     def log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:

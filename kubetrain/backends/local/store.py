@@ -589,6 +589,14 @@ class JobStore:
             return None
         return int(pid)
 
+    def recorded_supervisor_pid(self, job_id: str) -> int | None:
+        """The pid a supervisor recorded and has not cleared (it clears it when it ends), alive or not."""
+        with self._tx(write=False) as conn:
+            row = conn.execute("SELECT supervisor_pid FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise JobNotFoundError(f"no job {job_id!r}")
+        return None if row[0] is None else int(row[0])
+
     def supervisor_alive(self, job_id: str) -> bool:
         return self.live_supervisor_pid(job_id) is not None
 
