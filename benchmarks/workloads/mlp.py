@@ -9,11 +9,14 @@ from torch.nn.parallel import DistributedDataParallel
 
 dist.init_process_group("gloo")
 torch.manual_seed(0)
-model = DistributedDataParallel(nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10)))
+layers = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
+model = DistributedDataParallel(layers)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
 for _ in range(10):  # warm-up
-    opt.zero_grad(); nn.functional.cross_entropy(model(x), y).backward(); opt.step()
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
 steps = 200
 start = time.perf_counter()
 for _ in range(steps):
