@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import k8s_cmds
 from .errors import EXIT_USAGE, CliError
-from .output import emit, say
+from .output import emit, log_filters, print_jobs, print_records, say
 
 if TYPE_CHECKING:
     from ..backends.local.backend import LocalBackend
@@ -27,16 +27,7 @@ def _backend() -> LocalBackend:
 def list_jobs(args: argparse.Namespace) -> int:
     if k8s_cmds.wants_kubernetes(args):
         return k8s_cmds.list_jobs(args)
-    from ..status import format_table
-
-    jobs = _backend().list(limit=args.limit)
-    if args.output in ("json", "yaml"):
-        emit({"items": [j.to_dict() for j in jobs]}, args.output)
-    elif args.output == "name":
-        for j in jobs:
-            print(j.job_id)
-    else:
-        print(format_table(jobs, wide=args.output == "wide"))
+    print_jobs(_backend().list(limit=args.limit), args.output)
     return 0
 
 
@@ -99,26 +90,12 @@ def logs(args: argparse.Namespace) -> int:
     if not paths:
         what = f"role {args.role}" + (f" index {args.index}" if args.index is not None else "")
         raise CliError(f"job {job_id} has no replica matching {what}")
-    since = parse_duration(args.since) if args.since else None
-    try:
-        grep = re.compile(args.grep) if args.grep else None
-    except re.error as exc:
-        raise CliError(f"--grep {args.grep!r}: {exc}", EXIT_USAGE) from None
-    sink = OutputSink(keys=list(paths))
+    since, grep = log_filters(args)
     if args.follow:
         records = follow_log(paths, lambda: _ended(backend, job_id), since=since, tail=args.tail, grep=grep)
     else:
         records = merge_logs(paths, since=since, tail=args.tail, grep=grep)
-    for rec in records:
-        text = rec.text
-        if args.timestamps:
-            text = f"{rec.time.isoformat()} {text}"
-        if args.no_prefix:
-            (sys.stderr if rec.stream == "stderr" else sys.stdout).write(text + "\n")
-        else:
-            sink.line(rec.key, rec.stream, text)
-            sink.flush()
-    sink.flush()
+    print_records(records, args, OutputSink(keys=list(paths)))
     return 0
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import TYPE_CHECKING
 
 from .errors import EXIT_USAGE, CliError
-from .output import emit, say
+from .output import emit, log_filters, print_jobs, print_records, say
 
 if TYPE_CHECKING:
     from ..backends.kubernetes.backend import KubernetesBackend
@@ -69,17 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
-    from ..status import format_table
-
     with _backend(args) as backend:
-        jobs = backend.list(all_namespaces=args.all_namespaces)
-    if args.output in ("json", "yaml"):
-        emit({"items": [j.to_dict() for j in jobs]}, args.output)
-    elif args.output == "name":
-        for j in jobs:
-            print(j.job_id)
-    else:
-        print(format_table(jobs, wide=args.output == "wide"))
+        print_jobs(backend.list(all_namespaces=args.all_namespaces), args.output)
     return 0
 
 
@@ -105,14 +95,8 @@ def describe(args: argparse.Namespace) -> int:
 
 def logs(args: argparse.Namespace) -> int:
     from ..backends.local.output import OutputSink
-    from .job_cmds import parse_duration
 
-    since = parse_duration(args.since) if args.since else None
-    try:
-        grep = re.compile(args.grep) if args.grep else None
-    except re.error as exc:
-        raise CliError(f"--grep {args.grep!r}: {exc}", EXIT_USAGE) from None
-    sink = OutputSink()
+    since, grep = log_filters(args)
     with _backend(args) as backend:
         records = backend.logs(
             args.job,
@@ -125,14 +109,7 @@ def logs(args: argparse.Namespace) -> int:
             previous=args.previous,
             on_missing=lambda replica, why: say(f"kubetrain: {replica}: {why}"),
         )
-        for rec in records:
-            text = f"{rec.time.isoformat()} {rec.text}" if args.timestamps else rec.text
-            if args.no_prefix:
-                (sys.stderr if rec.stream == "stderr" else sys.stdout).write(text + "\n")
-            else:
-                sink.line(rec.key, rec.stream, text)
-                sink.flush()
-    sink.flush()
+        print_records(records, args, OutputSink())
     return 0
 
 

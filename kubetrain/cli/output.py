@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
-from typing import Any
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..backends.local.output import LogRecord, OutputSink
+    from ..status import JobStatus
 
 
 def dump(data: Any, fmt: str) -> str:
@@ -23,3 +31,41 @@ def say(text: str, *, quiet: bool = False) -> None:
     """kubetrain's own messages go to stderr, so stdout carries only the replicas' output."""
     if not quiet:
         print(text, file=sys.stderr, flush=True)
+
+
+def print_jobs(jobs: Sequence[JobStatus], fmt: str | None) -> None:
+    """`kubetrain list` for any backend: a kubectl-style table, `-o wide|json|yaml|name`."""
+    from ..status import format_table
+
+    if fmt in ("json", "yaml"):
+        emit({"items": [j.to_dict() for j in jobs]}, fmt)
+    elif fmt == "name":
+        for j in jobs:
+            print(j.job_id)
+    else:
+        print(format_table(list(jobs), wide=fmt == "wide"))
+
+
+def log_filters(args: argparse.Namespace) -> tuple[timedelta | None, re.Pattern[str] | None]:
+    """`--since` and `--grep` of `kubetrain logs`, checked."""
+    from .errors import EXIT_USAGE, CliError
+    from .job_cmds import parse_duration
+
+    since = parse_duration(args.since) if args.since else None
+    try:
+        grep = re.compile(args.grep) if args.grep else None
+    except re.error as exc:
+        raise CliError(f"--grep {args.grep!r}: {exc}", EXIT_USAGE) from None
+    return since, grep
+
+
+def print_records(records: Iterable[LogRecord], args: argparse.Namespace, sink: OutputSink) -> None:
+    """Log records as `kubetrain logs` shows them on every backend: prefixed, or bare with --no-prefix."""
+    for rec in records:
+        text = f"{rec.time.isoformat()} {rec.text}" if args.timestamps else rec.text
+        if args.no_prefix:
+            (sys.stderr if rec.stream == "stderr" else sys.stdout).write(text + "\n")
+        else:
+            sink.line(rec.key, rec.stream, text)
+            sink.flush()
+    sink.flush()
