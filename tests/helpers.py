@@ -322,3 +322,8 @@ def no_process_left_behind(kubetrain_home: Path) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         pytest.fail("processes left behind:\n" + "\n".join(described))
+
+
+def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
+    """The `spec` of a generic job running a python script in every replica."""
+    return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}

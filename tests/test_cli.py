@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+from helpers import (
     EXAMPLES,
     EXIT_ON_INDEX,
     FAIL_FIRST_ATTEMPT,
@@ -20,8 +20,8 @@ from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
     TICK,
     cli,
     env_lines,
+    generic,
     job_file,
-    no_process_left_behind,
     no_traceback,
     spawn_cli,
     start_detached,
@@ -35,10 +35,6 @@ from kubetrain.spec import from_dict
 from kubetrain.status import JobPhase, JobStatus
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
-    return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}
 
 
 def last_job_id() -> str:

@@ -8,19 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+from helpers import (
     PIDFILE_SLEEP,
     TICK,
     cli,
+    generic,
     job_file,
     local_backend,
     log_lines,
     make_job,
-    no_process_left_behind,
     pidfiles,
     start_detached,
     status_of,
-    supervisor_pid,
     wait_gone,
     wait_phase,
     wait_pids,
@@ -31,10 +30,6 @@ from kubetrain.backends.local.backend import LocalError
 from kubetrain.status import JobPhase, ReplicaPhase
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
-    return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}
 
 
 @pytest.mark.parametrize("paused", [{"runMode": "Pause"}, {"runPolicy": {"suspend": True}}], ids=["pause", "suspend"])

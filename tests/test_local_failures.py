@@ -8,20 +8,19 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+from helpers import (
     ALWAYS_FAIL,
     EXIT_ON_INDEX,
     FAIL_FIRST_ATTEMPT,
     PIDFILE_SLEEP,
     cli,
+    generic,
     job_file,
     local_backend,
     log_lines,
     make_job,
-    no_process_left_behind,
     no_traceback,
     pidfiles,
     run_job,
@@ -40,10 +39,6 @@ from kubetrain.backends.local.supervisor import Supervisor
 from kubetrain.status import JobPhase, ReplicaPhase
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
-    return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}
 
 
 def only_job_id() -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import alive
 
 from kubetrain.backends.local import output
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
@@ -49,16 +50,6 @@ HAVE_SETPRIV = subprocess.run(["sh", "-c", "command -v setpriv"], capture_output
 
 def spec(tmp_path: Path, key: str, argv: list[str], **env: str) -> LaunchSpec:
     return LaunchSpec(key, argv, {**os.environ, **env}, str(tmp_path), tmp_path / "logs" / f"{key}.log")
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (dead, waiting for its parent to reap it) counts as gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> bool:

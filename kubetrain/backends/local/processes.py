@@ -87,6 +87,7 @@ from pathlib import Path
 from kubetrain.backends.local import _watchdog
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
 from kubetrain.backends.local.output import LineAssembler, LogWriter, OutputSink, append_note
+from kubetrain.backends.local.procfs import proc_start_time
 
 __all__ = [
     "EXIT_CANNOT_EXECUTE",
@@ -171,25 +172,6 @@ def find_program(argv0: str, env: Mapping[str, str], cwd: str | None = None) -> 
     if denied:
         raise PermissionError(13, "program is not executable", denied)
     raise FileNotFoundError(2, f"searched PATH={env.get('PATH', os.defpath)}", argv0)
-
-
-def proc_start_time(pid: int) -> int | None:
-    """The start time of ``pid`` (clock ticks after boot, /proc/<pid>/stat field 22); None if no such process.
-
-    Together with the pid it names one process for good: a reused pid has a later start time.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses; fields
-    # after the last ")" are plain. starttime is field 22, the 20th after it.
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
 
 
 def kill_recorded(pid: int, start_time: int, sig: int = signal.SIGKILL) -> bool:

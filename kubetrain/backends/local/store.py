@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from kubetrain.backends.local.procfs import pid_alive, proc_start_time
 from kubetrain.status import (
     Condition,
     ConditionStatus,
@@ -134,53 +135,6 @@ def state_dir() -> Path:
 
 
 # --- process identity ---------------------------------------------------------------------------
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) from /proc/<pid>/stat, or None if gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # The command name (field 2) is in parentheses and may itself contain spaces and ')'.
-    fields = raw[raw.rindex(")") + 2 :].split()
-    # fields[0] is field 3 (state); starttime is field 22.
-    return fields[0], int(fields[19])
-
-
-def _have_procfs() -> bool:
-    return Path("/proc/self/stat").exists()
-
-
-def process_start_time(pid: int) -> int | None:
-    """The start time of ``pid`` (clock ticks since boot), None if it is gone or there is no /proc."""
-    stat = _proc_stat(pid)
-    return None if stat is None else stat[1]
-
-
-def pid_alive(pid: int, start_time: int | None) -> bool:
-    """True when ``pid`` runs and is the same process that had ``start_time`` (a reused pid is not).
-
-    A zombie counts as dead: it has exited and only waits to be reaped. Without /proc
-    (not Linux) only existence can be checked.
-    """
-    if pid <= 0:
-        return False
-    stat = _proc_stat(pid)
-    if stat is None:
-        if _have_procfs():
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    state, started = stat
-    if state in ("Z", "X", "x"):
-        return False
-    return start_time is None or started == start_time
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -573,7 +527,7 @@ class JobStore:
 
     def set_supervisor(self, job_id: str, pid: int | None) -> None:
         """Record the process supervising the job (None: no supervisor), with its start time."""
-        start = None if pid is None else process_start_time(pid)
+        start = None if pid is None else proc_start_time(pid)
         self._update_job(job_id, "supervisor_pid = ?, supervisor_start_time = ?", (pid, start))
 
     def live_supervisor_pid(self, job_id: str) -> int | None:
@@ -692,7 +646,7 @@ class JobStore:
             if value is not _UNSET
         }
         if not isinstance(pid, _Unset) and isinstance(pid_start_time, _Unset):
-            fields["pid_start_time"] = None if pid is None else process_start_time(pid)
+            fields["pid_start_time"] = None if pid is None else proc_start_time(pid)
         if "log_path" in fields and fields["log_path"] is not None:
             fields["log_path"] = str(fields["log_path"])
         with self._tx(write=True) as conn:
@@ -896,3 +850,6 @@ class JobStore:
             " SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM conditions WHERE job_id = ?",
             (job_id, str(c.type), str(c.status), c.reason, c.message, c.time, job_id),
         )
+
+
+process_start_time = proc_start_time  # the name this module has always exported
