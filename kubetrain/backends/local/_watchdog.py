@@ -73,13 +73,19 @@ def _read_environ(pid: int) -> bytes:
 
 
 def signal_tagged(
-    token: str, sig: int, serials: Collection[int] | None = None, *, keep: dict[int, int] | None = None
+    token: str,
+    sig: int,
+    serials: Collection[int] | None = None,
+    *,
+    keep: dict[int, int] | None = None,
+    spare: Collection[int] = (),
 ) -> int:
     """Send ``sig`` to every live process tagged with ``token`` (only the given spawn ``serials`` if set).
 
     Returns how many processes were signalled. When ``keep`` is given, the
     pidfds of the signalled processes are stored in it (pid -> pidfd, the
     caller closes them) and processes already in it are not signalled again.
+    Processes whose pid is in ``spare`` are left alone.
     """
     token_b = token.encode()
     wanted = None if serials is None else frozenset(str(s).encode() for s in serials)
@@ -89,7 +95,7 @@ def signal_tagged(
         if not name.isdigit():
             continue
         pid = int(name)
-        if pid == me or (keep is not None and pid in keep):
+        if pid == me or (keep is not None and pid in keep) or pid in spare:
             continue
         # Cheap filter first; the pidfd and the second read make it race-free.
         if not _matches(_read_environ(pid), token_b, wanted):
@@ -116,7 +122,9 @@ def signal_tagged(
     return count
 
 
-def kill_tagged(token: str, serials: Collection[int] | None = None, *, wait: float = 0.0) -> int:
+def kill_tagged(
+    token: str, serials: Collection[int] | None = None, *, wait: float = 0.0, spare: Collection[int] = ()
+) -> int:
     """SIGKILL every process tagged with ``token`` (or only ``serials``); return how many were killed.
 
     With ``wait`` > 0, sweep again until a pass finds nothing new and wait up
@@ -127,7 +135,7 @@ def kill_tagged(token: str, serials: Collection[int] | None = None, *, wait: flo
     deadline = time.monotonic() + wait
     try:
         while True:
-            found = signal_tagged(token, signal.SIGKILL, serials, keep=killed)
+            found = signal_tagged(token, signal.SIGKILL, serials, keep=killed, spare=spare)
             if wait <= 0:
                 return len(killed)
             if found == 0:
@@ -138,7 +146,7 @@ def kill_tagged(token: str, serials: Collection[int] | None = None, *, wait: flo
         # A process forked by a victim just before the SIGKILL landed was not
         # visible to the passes above; one more pass after they are dead catches it.
         extra: dict[int, int] = {}
-        signal_tagged(token, signal.SIGKILL, serials, keep=extra)
+        signal_tagged(token, signal.SIGKILL, serials, keep=extra, spare=spare)
         _wait_pidfds(list(extra.values()), deadline)
         killed.update(extra)
         return len(killed)

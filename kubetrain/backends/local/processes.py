@@ -87,6 +87,7 @@ from pathlib import Path
 from kubetrain.backends.local import _watchdog
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
 from kubetrain.backends.local.output import LineAssembler, LogWriter, OutputSink, append_note
+from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
 from kubetrain.backends.local.procfs import proc_start_time
 
 __all__ = [
@@ -129,6 +130,10 @@ class LaunchSpec:
     env: Mapping[str, str]  #: the complete environment of the replica
     cwd: str | None  #: working directory (None: the supervisor's)
     log_path: Path  #: the replica's log file, appended to
+    #: Modules to import once in a preloading fork server that then forks this replica; only for
+    #: ``python SCRIPT ...`` and ``python -m MODULE ...``, and only when every replica of the group asks
+    #: for the same (see ``preload``). Empty: spawn it the ordinary way.
+    preload: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key or "\n" in self.key:
@@ -248,7 +253,7 @@ class _Replica:
     spec: LaunchSpec
     serial: int
     log: LogWriter
-    popen: subprocess.Popen[bytes] | None = None
+    popen: subprocess.Popen[bytes] | None = None  #: None when forked by the preload server
     pid: int = 0
     start_time: int = 0
     pidfd: int = -1
@@ -291,6 +296,10 @@ class ProcessGroup:
         self._sel.register(self._wake_fd, selectors.EVENT_READ, None)
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._watchdog_w = -1
+        self._server: PreloadServer | None = None
+        self._server_failed: set[tuple[str, tuple[str, ...]]] = set()
+        #: Why the last start did not use a preload server although its replicas asked for one.
+        self.preload_note: str | None = None
 
     @staticmethod
     def _check_specs(specs: Iterable[LaunchSpec]) -> list[LaunchSpec]:
@@ -333,10 +342,11 @@ class ProcessGroup:
             for log in logs:
                 log.close()
             raise
+        server = self._preload_server(prefix)
         self._replicas = {}
         started: dict[str, tuple[int, int]] = {}
         for spec, log in zip(self._specs, logs, strict=True):
-            r = self._spawn(spec, log, prefix)
+            r = self._spawn(spec, log, prefix, server)
             if r.live:
                 started[spec.key] = (r.pid, r.start_time)
         self._flush()
@@ -433,8 +443,9 @@ class ProcessGroup:
             while any(r.live for r in stubborn) and (left := deadline - time.monotonic()) > 0:
                 self._round(left)
         # Whatever escaped both the groups and the per-replica sweeps at exit
-        # (a child forked while its parent was being killed) goes now.
-        kill_tagged(self.token, wait=_KILL_WAIT)
+        # (a child forked while its parent was being killed) goes now; the
+        # preload server, tagged too, stays for the next start.
+        kill_tagged(self.token, wait=_KILL_WAIT, spare=self._server_pids())
         self._finish_streams(_DRAIN_WAIT)
         return self._take_pending()
 
@@ -456,6 +467,7 @@ class ProcessGroup:
             self._sel.close()
             fd, self._wake_fd = self._wake_fd, -1
             os.close(fd)
+            self._stop_server()
             self._stop_watchdog()
 
     def __enter__(self) -> ProcessGroup:
@@ -501,7 +513,67 @@ class ProcessGroup:
                 self._watchdog.wait()
             self._watchdog = None
 
-    def _spawn(self, spec: LaunchSpec, log: LogWriter, prefix: list[str]) -> _Replica:
+    def _preload_server(self, prefix: list[str]) -> PreloadServer | None:
+        """A ready server for this start's replicas, or None (they are then spawned the ordinary way)."""
+        self.preload_note = None
+        specs = self._specs
+        modules = specs[0].preload if specs else ()
+        if not modules or any(s.preload != modules for s in specs):
+            self._stop_server()
+            return None
+        why_not = None
+        programs = set()
+        for s in specs:
+            try:
+                programs.add(find_program(s.argv[0], s.env, s.cwd))
+            except OSError:
+                why_not = f"{s.key}: {s.argv[0]} not found"
+                break
+            if fork_target(s.argv) is None:
+                why_not = f"{s.key}: not `python SCRIPT` or `python -m MODULE`"
+                break
+        python = programs.pop() if len(programs) == 1 else ""
+        env = common_env([s.env for s in specs], skip=TAG_VAR)
+        if why_not is None and not python:
+            why_not = "the replicas run different programs"
+        elif why_not is None and not is_python(python):
+            why_not = f"{python} is not a python interpreter"
+        elif why_not is None and env is None:
+            why_not = "the replicas' PYTHON* or LD_* variables differ"
+        if why_not is not None or env is None:
+            self.preload_note = why_not
+            self._stop_server()
+            return None
+        key = (python, modules)
+        server = self._server
+        if server is not None and (server.python, server.modules) == key and server.alive():
+            return server
+        self._stop_server()
+        if key in self._server_failed:
+            return None
+        env[TAG_VAR] = add_tag(specs[0].env.get(TAG_VAR), make_tag(self.token, 0))
+        cwds = {s.cwd for s in specs}
+        try:
+            server = PreloadServer.launch(python, modules, env, cwds.pop() if len(cwds) == 1 else None, prefix)
+            self._server = server
+            server.wait_ready()
+        except PreloadError as e:
+            # The replicas then start the ordinary way and meet the same import error themselves.
+            self._server_failed.add(key)
+            self._stop_server()
+            self.preload_note = f"preloading {', '.join(modules)} failed: {str(e).splitlines()[-1]}"
+            return None
+        return server
+
+    def _server_pids(self) -> list[int]:
+        return [self._server.pid] if self._server is not None else []
+
+    def _stop_server(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+
+    def _spawn(self, spec: LaunchSpec, log: LogWriter, prefix: list[str], server: PreloadServer | None) -> _Replica:
         self._serial += 1
         r = _Replica(spec, self._serial, log)
         self._replicas[spec.key] = r
@@ -517,6 +589,17 @@ class ProcessGroup:
         env[TAG_VAR] = add_tag(spec.env.get(TAG_VAR), make_tag(self.token, r.serial))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        target = fork_target(spec.argv) if server is not None else None
+        if server is not None and target is not None:
+            try:
+                forked = server.spawn(target, env, spec.cwd, out_w, err_w)
+            except PreloadError:
+                pass  # the ordinary way, below
+            else:
+                os.close(out_w)
+                os.close(err_w)
+                r.pid, r.pidfd = forked.pid, forked.pidfd
+                return self._watch(r, out_r, err_r)
         try:
             r.popen = subprocess.Popen(
                 [*prefix, program, *spec.argv[1:]] if prefix else list(spec.argv),
@@ -547,6 +630,9 @@ class ProcessGroup:
             for fd in (out_r, err_r):
                 os.close(fd)
             raise
+        return self._watch(r, out_r, err_r)
+
+    def _watch(self, r: _Replica, out_r: int, err_r: int) -> _Replica:
         r.start_time = proc_start_time(r.pid) or 0
         self._sel.register(r.pidfd, selectors.EVENT_READ, r)
         for name, fd in (("stdout", out_r), ("stderr", err_r)):
@@ -592,8 +678,7 @@ class ProcessGroup:
         # Descendants that left the group; no wait, the exit is reported first.
         signal_tagged(self.token, signal.SIGKILL, [r.serial for r in exited])
         for r in exited:
-            assert r.popen is not None
-            r.returncode = r.popen.wait()
+            r.returncode = self._reap(r)
             self._sel.unregister(r.pidfd)
             os.close(r.pidfd)
             r.pidfd = -1
@@ -607,6 +692,18 @@ class ProcessGroup:
             else:
                 r.log.close()
             self._pending.append(ExitEvent(r.spec.key, r.pid, r.returncode, now))
+
+    def _reap(self, r: _Replica) -> int:
+        if r.popen is not None:
+            return r.popen.wait()
+        server = self._server
+        if server is not None:
+            try:
+                return server.reap(r.pid)
+            except PreloadError:
+                pass
+        # The server died, and its replicas with it (PR_SET_PDEATHSIG): its status is lost with it.
+        return -signal.SIGKILL
 
     def _read(self, r: _Replica, s: _Stream) -> bool:
         """Read once from a ready pipe. False when nothing more is there (would block, or end of file)."""
