@@ -4,6 +4,10 @@ delete, and what the store records. Real processes; plain Python replicas."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +15,16 @@ import pytest
 from helpers import (
     PIDFILE_SLEEP,
     TICK,
+    alive,
     cli,
     generic,
     job_file,
     local_backend,
     log_lines,
     make_job,
+    no_traceback,
     pidfiles,
+    processes_of,
     start_detached,
     status_of,
     wait_gone,
@@ -177,6 +184,95 @@ def test_delete_a_running_job_stops_it_and_forgets_it(tmp_path: Path) -> None:
     assert not log_dir.exists()
     gone = cli("status", job_id)
     assert gone.returncode == 1 and "no job matches" in gone.stderr
+
+
+GO_THEN_EXIT = """\
+import os, pathlib, sys, time
+# Record this process's pid, then exit 0 once the file `go` appears beside the pid files.
+d = pathlib.Path(sys.argv[1])
+d.mkdir(parents=True, exist_ok=True)
+key = f"{os.environ['KUBETRAIN_ROLE']}-{os.environ['KUBETRAIN_REPLICA_INDEX']}.0"
+(d / (key + ".tmp")).write_text(str(os.getpid()))
+(d / (key + ".tmp")).rename(d / (key + ".pid"))
+while not (d / "go").exists():
+    time.sleep(0.02)
+print(f"{key} done", flush=True)
+"""
+
+
+@contextmanager
+def piped_supervisor(job_id: str) -> Iterator[subprocess.Popen[str]]:
+    """The job's supervisor started as `run --detach` starts it, but with its output piped here: a detached
+    one writes to supervisor.log in the job's log directory, which delete removes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_delete_of_a_running_job_waits_for_its_supervisor_which_exits_quietly(
+    tmp_path: Path, kubetrain_home: Path
+) -> None:
+    """The supervisor still has work once the job's phase is Cancelled (closing the process group, clearing
+    its record): delete returns only after it exited, and it never trips over the deleted job."""
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    with local_backend() as backend:
+        job_id, _plan = backend.create(make_job(generic(["sleep.py", str(pids)]), "del"), tmp_path)
+        log_dir = backend.store.log_dir(job_id)
+    with piped_supervisor(job_id) as supervisor:
+        found = wait_pids(pids, 2)
+        wait_phase(job_id, JobPhase.RUNNING)
+        deleted = cli("delete", job_id)
+        assert deleted.returncode == 0, deleted.stderr
+        no_traceback(deleted)
+        # Not a race: delete waited for the supervisor's exit, and the supervisor for its replicas'.
+        assert supervisor.poll() is not None
+        assert processes_of(kubetrain_home) == []
+        assert not any(alive(pid) for pid in found.values())
+        out, err = supervisor.communicate(timeout=60)
+    assert (out, err) == ("", "")
+    assert supervisor.returncode == 1  # cancelled
+    assert cli("list", "-o", "name").stdout.strip() == ""
+    assert not log_dir.exists()
+
+
+def test_a_supervisor_finding_its_job_deleted_exits_quietly(tmp_path: Path) -> None:
+    """Deleted before its supervisor started (a delete right after `run --detach`), or with the rows pulled
+    from under a running supervisor (a delete that gave up waiting for it): no traceback, no process left,
+    and no log directory made again."""
+    write(tmp_path / "go.py", GO_THEN_EXIT)
+    pids = tmp_path / "pids"
+    with local_backend() as backend:
+        early, _plan = backend.create(make_job(generic(["go.py", str(pids)], replicas=1), "early"), tmp_path)
+        backend.delete(early)
+        with piped_supervisor(early) as supervisor:
+            out, err = supervisor.communicate(timeout=60)
+        assert (out, err, supervisor.returncode) == ("", "", 1)
+        assert not backend.store.log_dir(early).exists()
+        assert pidfiles(pids) == {}  # nothing started
+
+        late, _plan = backend.create(make_job(generic(["go.py", str(pids)]), "late"), tmp_path)
+        with piped_supervisor(late) as supervisor:
+            found = wait_pids(pids, 2)
+            wait_phase(late, JobPhase.RUNNING)
+            backend.store.delete_job(late)
+            (pids / "go").touch()  # the replicas exit: the supervisor's next write finds the job gone
+            out, err = supervisor.communicate(timeout=60)
+        assert (out, err, supervisor.returncode) == ("", "", 1)
+        wait_gone(found.values())
+        assert not backend.store.log_dir(late).exists()
+        assert backend.list() == []
 
 
 def test_job_ids_resolve_by_unambiguous_prefix(tmp_path: Path) -> None:

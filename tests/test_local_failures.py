@@ -144,6 +144,40 @@ def test_backoff_limit_counts_restarts_then_gives_up(tmp_path: Path) -> None:
     assert log_lines(status.job_id)["worker-0"].count("attempt failing") == 3  # 1 try + 2 restarts
 
 
+COUNT_ATTEMPTS_AND_FAIL = """\
+import pathlib, sys
+# Counts its attempts in a file, prints lines naming the attempt, then fails.
+counter = pathlib.Path(sys.argv[1])
+attempt = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(attempt))
+for step in range(3):
+    print(f"attempt {attempt} step {step}", flush=True)
+sys.exit(2)
+"""
+
+
+def test_the_failure_summary_shows_only_the_last_attempts_output(tmp_path: Path) -> None:
+    """The log file keeps every attempt (gang restarts append to it); the failure summary's last lines are
+    those of the attempt that failed last, though the earlier one's fit in its ten lines."""
+    write(tmp_path / "attempts.py", COUNT_ATTEMPTS_AND_FAIL)
+    spec = generic(
+        ["attempts.py", str(tmp_path / "count")], replicas=1, restartPolicy="OnFailure", runPolicy={"backoffLimit": 1}
+    )
+    result = cli("run", job_file(tmp_path, spec, "attempts"))
+    assert result.returncode == 1
+    no_traceback(result)
+    last = [f"attempt 2 step {step}" for step in range(3)]
+    job_id = only_job_id()
+    assert log_lines(job_id)["worker-0"] == [f"attempt 1 step {step}" for step in range(3)] + last
+
+    status = status_of(job_id)
+    assert (status.phase, status.reason, status.backoff_count) == (JobPhase.FAILED, "BackoffLimitExceeded", 1)
+    assert status.first_failure is not None and status.first_failure.last_lines == last
+    # As `run` and `status` print it.
+    for shown in (result.stderr, cli("status", job_id).stdout):
+        assert [line.split("| ", 1)[1] for line in shown.splitlines() if line.startswith("    | ")] == last
+
+
 def test_a_job_failing_only_on_its_first_attempt_succeeds_after_one_restart(tmp_path: Path) -> None:
     write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
     job = make_job(

@@ -605,6 +605,33 @@ def test_iter_log_since_relative_and_on_a_large_file(tmp_path: Path) -> None:
     assert [r.text.split()[1] for r in iter_log(log, tail=3)] == [str(n - 3), str(n - 2), str(n - 1)]
 
 
+def test_iter_log_from_an_offset_reads_what_was_appended_since(tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    # Both parts over the reader's block size: tail and since seek within what follows the offset.
+    n = m = 4000
+    write_log(log, [(T0 + i * 10**6, "stdout", f"old {i} " + "x" * 40) for i in range(n)])
+    offset = log.stat().st_size
+    assert offset > 2 * output._BLOCK
+    assert list(iter_log(log, offset=offset)) == []
+    write_log(log, [(T0 + (n + i) * 10**6, "stdout", f"new {i} " + "y" * 40) for i in range(m)])
+    assert log.stat().st_size - offset > 2 * output._BLOCK
+
+    def steps(**kw: Any) -> list[str]:
+        return [" ".join(r.text.split()[:2]) for r in iter_log(log, **kw)]
+
+    assert steps(offset=offset) == [f"new {i}" for i in range(m)]
+    assert steps(offset=offset, tail=m + 10) == [f"new {i}" for i in range(m)]
+    assert steps(offset=offset, tail=2) == [f"new {m - 2}", f"new {m - 1}"]
+    assert steps(offset=offset, since=T0 / 1e9) == [f"new {i}" for i in range(m)]
+    halfway = (T0 + (n + 2999) * 10**6 + 5 * 10**5) / 1e9  # a float of epoch seconds is only precise to ~100 ns
+    assert steps(offset=offset, since=halfway) == [f"new {i}" for i in range(3000, m)]
+    assert steps(offset=offset - 3) == [f"new {i}" for i in range(m)]  # inside a record: from the next one
+    # Shorter than the offset: truncated or replaced since, so all of it is new.
+    log.unlink()
+    write_log(log, [(T0, "stdout", "replaced")])
+    assert steps(offset=offset) == ["replaced"]
+
+
 def test_iter_log_skips_a_torn_last_record(tmp_path: Path) -> None:
     log = tmp_path / "w.log"
     write_log(log, [(T0, "stdout", "whole")])

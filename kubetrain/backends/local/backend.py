@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -22,11 +23,19 @@ from typing import TYPE_CHECKING
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
 from .output import OutputSink
 from .processes import kill_recorded
+from .procfs import pid_alive
 from .store import JobStore, RequestKind
 
 if TYPE_CHECKING:
     from ...plan import Plan
     from ...spec import TrainJob
+
+
+SUPERVISOR_EXIT_WAIT = 20.0
+"""Seconds `delete` waits for a stopped job's supervisor to exit (closing its process group can take
+seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
+SUPERVISOR_CLEARED_WAIT = 5.0
+"""Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
 
 
 class LocalError(Exception):
@@ -224,10 +233,63 @@ class LocalBackend:
         return job_id
 
     def delete(self, job_id: str) -> None:
-        status = self.status(job_id)
-        if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
-            self.cancel(job_id)
+        """Cancel the job if it runs, wait for its supervisor to exit, then forget the job and its logs.
+
+        The supervisor still has work after the job's phase is final (closing the process group writes
+        the last log lines, then it clears its record): deleting before it exits would pull the rows and
+        the log directory from under it. The wait is bounded; a supervisor that outlasts it finds its job
+        gone and exits without recording anything.
+        """
+        # Found before the cancel: on its way out the supervisor clears its record, not its process.
+        supervisor = self._open_supervisor(job_id)
+        try:
+            status = self.status(job_id)
+            if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
+                with contextlib.suppress(LocalError):  # it ended meanwhile: nothing to cancel
+                    self.cancel(job_id)
+            if supervisor is None:  # a detached supervisor may have recorded itself only now
+                supervisor = self._open_supervisor(job_id)
+            if supervisor is not None:
+                self._wait_supervisor_exit(job_id, *supervisor)
+        finally:
+            if supervisor is not None:
+                os.close(supervisor[1])
         self.store.delete_job(job_id)
+
+    def _open_supervisor(self, job_id: str) -> tuple[int, int] | None:
+        """(pid, pidfd) of the job's live supervisor; None if there is none, or it is this very process
+        (a library caller deleting a job it runs attached: waiting for ourselves would never end)."""
+        record = self.store.supervisor_process(job_id)
+        if record is None or record[0] == os.getpid():
+            return None
+        pid, start = record
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # gone already
+            return None
+        # Checked with the pidfd open: while it is, the pid cannot pass to another process.
+        if not pid_alive(pid, start):
+            os.close(pidfd)
+            return None
+        return pid, pidfd
+
+    def _wait_supervisor_exit(self, job_id: str, pid: int, pidfd: int) -> bool:
+        """Until the supervisor exits (its pidfd turns readable), bounded; True if it did.
+
+        Once it has cleared its record it is done with the job: a detached supervisor exits right
+        after, an attached `kubetrain run` prints its summary and exits, but a program that ran the job
+        through the library may go on for long, so the wait is then cut short.
+        """
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        deadline = time.monotonic() + SUPERVISOR_EXIT_WAIT
+        while (left := deadline - time.monotonic()) > 0:
+            if poller.poll(int(min(left, 0.2) * 1000) + 1):
+                return True
+            record = self.store.supervisor_process(job_id)
+            if record is None or record[0] != pid:
+                deadline = min(deadline, time.monotonic() + SUPERVISOR_CLEARED_WAIT)
+        return False
 
     def wait(self, job_id: str, until: object, timeout: float = 60.0) -> JobStatus:
         """Poll the store until `until(status)`; for CLI commands that wait on another process."""

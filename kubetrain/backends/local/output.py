@@ -288,14 +288,15 @@ def _record_time_at(f: BinaryIO, offset: int) -> int | None:
     return parse_timestamp(line.split(b" ", 1)[0])
 
 
-def _seek_since(f: BinaryIO, end: int, since: int) -> int:
-    """An offset at a record boundary before which every record is older than ``since``.
+def _seek_since(f: BinaryIO, start: int, end: int, since: int) -> int:
+    """An offset at a record boundary, at or after ``start`` (itself one), before which every record is
+    older than ``since``.
 
     Bisects the file: records are in time order, so ``--since 5m`` on a large
     log does not read it from the start. An unparsable record counts as new:
     the search then starts earlier, reading more but skipping nothing.
     """
-    lo, hi = 0, end
+    lo, hi = start, end
     while hi - lo > _BLOCK:
         mid = (lo + hi) // 2
         t = _record_time_at(f, mid)
@@ -304,7 +305,17 @@ def _seek_since(f: BinaryIO, end: int, since: int) -> int:
         else:
             lo = mid
     f.seek(lo)
-    if lo:
+    if lo != start:
+        f.readline()
+    return f.tell()
+
+
+def _boundary_at(f: BinaryIO, offset: int) -> int:
+    """``offset`` if a record starts there, else where the next one starts."""
+    if offset <= 0:
+        return 0
+    f.seek(offset - 1)
+    if f.read(1) != b"\n":
         f.readline()
     return f.tell()
 
@@ -323,9 +334,12 @@ def _lines_backwards(f: BinaryIO, start: int, end: int) -> Iterator[bytes]:
     yield head
 
 
-def _iter_range(f: BinaryIO, end: int, flt: _Filter, tail: int | None, key: str) -> Iterator[LogRecord]:
-    """The records of ``f[:end]`` that pass ``flt``, oldest first (the last ``tail`` of them if set)."""
-    start = _seek_since(f, end, flt.since) if flt.since is not None else 0
+def _iter_range(f: BinaryIO, start: int, end: int, flt: _Filter, tail: int | None, key: str) -> Iterator[LogRecord]:
+    """The records of ``f[start:end]`` that pass ``flt``, oldest first (the last ``tail`` of them if set).
+
+    ``start`` is at a record boundary."""
+    if flt.since is not None:
+        start = _seek_since(f, start, end, flt.since)
     if tail is not None:
         if tail <= 0:
             return
@@ -366,14 +380,18 @@ def iter_log(
     grep: str | re.Pattern[str] | None = None,
     streams: Collection[str] | None = None,
     key: str = "",
+    offset: int = 0,
 ) -> Iterator[LogRecord]:
     """The records of one log file, oldest first.
 
     ``since``/``until``: a datetime, epoch seconds, or a timedelta meaning "that
     long ago"; ``until`` is exclusive. ``grep`` is searched in each line
     (``re.search``). ``streams`` keeps only those streams. ``tail`` keeps the
-    last N records that pass the other filters. The file is read up to its
-    last newline as of the first ``next()``; a missing file has no records.
+    last N records that pass the other filters. ``offset``: only the records
+    from there on, typically the file's size remembered earlier, to read what
+    was appended since (no clock involved); a file now shorter than that was
+    truncated or replaced and is read from its start. The file is read up to
+    its last newline as of the first ``next()``; a missing file has no records.
     """
     flt = _make_filter(since, until, grep, streams)
     try:
@@ -381,7 +399,10 @@ def iter_log(
     except FileNotFoundError:
         return
     with f:
-        yield from _iter_range(f, _complete_end(f, os.fstat(f.fileno()).st_size), flt, tail, key)
+        size = os.fstat(f.fileno()).st_size
+        end = _complete_end(f, size)
+        start = _boundary_at(f, offset) if offset <= size else 0
+        yield from _iter_range(f, min(start, end), end, flt, tail, key)
 
 
 def merge_logs(
@@ -423,7 +444,7 @@ class _Follower:
             # Fixed before the first record is yielded, so that history and
             # following neither overlap nor leave a gap.
             self.offset = _complete_end(f, os.fstat(f.fileno()).st_size)
-            yield from _iter_range(f, self.offset, flt, tail, self.key)
+            yield from _iter_range(f, 0, self.offset, flt, tail, self.key)
 
     def read_new(self, flt: _Filter) -> list[LogRecord]:
         try:

@@ -530,8 +530,8 @@ class JobStore:
         start = None if pid is None else proc_start_time(pid)
         self._update_job(job_id, "supervisor_pid = ?, supervisor_start_time = ?", (pid, start))
 
-    def live_supervisor_pid(self, job_id: str) -> int | None:
-        """The supervisor's pid if that very process is still running, else None. Safe to signal."""
+    def supervisor_process(self, job_id: str) -> tuple[int, int | None] | None:
+        """The recorded supervisor as (pid, start time), alive or not; None when none is recorded."""
         with self._tx(write=False) as conn:
             row = conn.execute(
                 "SELECT supervisor_pid, supervisor_start_time FROM jobs WHERE id = ?", (job_id,)
@@ -539,17 +539,19 @@ class JobStore:
         if row is None:
             raise JobNotFoundError(f"no job {job_id!r}")
         pid, start = row
-        if pid is None or not pid_alive(pid, start):
+        return None if pid is None else (int(pid), None if start is None else int(start))
+
+    def live_supervisor_pid(self, job_id: str) -> int | None:
+        """The supervisor's pid if that very process is still running, else None. Safe to signal."""
+        record = self.supervisor_process(job_id)
+        if record is None or not pid_alive(*record):
             return None
-        return int(pid)
+        return record[0]
 
     def recorded_supervisor_pid(self, job_id: str) -> int | None:
         """The pid a supervisor recorded and has not cleared (it clears it when it ends), alive or not."""
-        with self._tx(write=False) as conn:
-            row = conn.execute("SELECT supervisor_pid FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        if row is None:
-            raise JobNotFoundError(f"no job {job_id!r}")
-        return None if row[0] is None else int(row[0])
+        record = self.supervisor_process(job_id)
+        return None if record is None else record[0]
 
     def supervisor_alive(self, job_id: str) -> bool:
         return self.live_supervisor_pid(job_id) is not None

@@ -7,6 +7,7 @@ so a detached supervisor starts in a few milliseconds of Python. Run detached as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from ...restart_policy import RestartRules
 from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 from .output import OutputSink, iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
-from .store import JobStore, RequestKind
+from .store import JobNotFoundError, JobStore, RequestKind
 
 DEFAULT_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL when stopping replicas (Kubernetes' default is 30)."""
@@ -78,6 +79,9 @@ class Supervisor:
         self._group: ProcessGroup | None = None
         self._exits: dict[tuple[str, int], dict[str, int]] = {}
         """This attempt's exits per replica: process key → return code."""
+        self._log_paths: dict[str, Path] = {}
+        self._log_starts: dict[str, int] = {}
+        """Process key → size of its log file when this attempt started: where the attempt's output begins."""
 
     # -- launch specs ---------------------------------------------------------------------------------
 
@@ -133,15 +137,20 @@ class Supervisor:
             if early is not None:
                 return early
             specs = self._specs()
+            self._log_paths = {spec.key: spec.log_path for spec in specs}
             started_at = time.time()
             with ProcessGroup(specs, sink=self.sink) as group:
                 self._group = group
                 return self._attempts(group, started_at)
         finally:
             self._group = None
-            store.set_supervisor(job_id, None)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            try:
+                # A job deleted under us has no record left to clear.
+                with contextlib.suppress(JobNotFoundError):
+                    store.set_supervisor(job_id, None)
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     def _before_start(self) -> JobPhase | None:
         """A job cancelled or suspended before this supervisor got to run (a cancel right after
@@ -166,6 +175,10 @@ class Supervisor:
     def _start(self, group: ProcessGroup) -> None:
         store, job_id = self.store, self.job_id
         self._exits = {}
+        # Log files are appended to across gang restarts (and resumes): the failure summary reads only
+        # what this attempt adds. Sizes, not times, so a clock step cannot mix attempts; the previous
+        # attempt's output is all written by now (terminate() returns only after that).
+        self._log_starts = {key: _file_size(path) for key, path in self._log_paths.items()}
         started = group.start()
         now = time.time()
         for key, (pid, _start) in started.items():
@@ -279,11 +292,9 @@ class Supervisor:
         return JobPhase.FAILED
 
     def _last_lines(self, key: str) -> list[str]:
-        role, index = self._replica_of(key)
-        path = self.store.log_path(self.job_id, role, index)
-        if "." in key:
-            path = path.with_name(f"{key}.log")
-        return [rec.text for rec in iter_log(path, tail=FAILURE_LINES)]
+        """The replica's last lines of this attempt (not of an earlier one, in the same file)."""
+        path = self._log_paths[key]
+        return [rec.text for rec in iter_log(path, tail=FAILURE_LINES, offset=self._log_starts.get(key, 0))]
 
     def _stop_all(self, group: ProcessGroup) -> None:
         for event in group.terminate(self.grace):
@@ -347,14 +358,37 @@ class Supervisor:
             self._group.wake()
 
 
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _job_exists(store: JobStore, job_id: str) -> bool:
+    try:
+        store.get_status(job_id)
+    except JobNotFoundError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of a detached supervisor."""
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
         print("usage: python -m kubetrain.backends.local.supervisor JOB_ID", file=sys.stderr)
         return 2
+    job_id = args[0]
     with JobStore() as store:
-        phase = Supervisor(store, args[0]).run()
+        try:
+            phase = Supervisor(store, job_id).run()
+        except JobNotFoundError:
+            if _job_exists(store, job_id):
+                raise
+            # Deleted under us (`kubetrain delete` gave up waiting for us, or before we started): leaving
+            # the process group stopped any replica, and there is nothing left to record.
+            return 1
     return 0 if phase in (JobPhase.SUCCEEDED, JobPhase.SUSPENDED) else 1
 
 
