@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import alive, no_process_left_behind  # noqa: F401 (an autouse fixture)
+from helpers import alive, cli, log_lines, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
 from test_local_processes import wait_until
 
 from kubetrain.backends.local._watchdog import TAG_VAR, kill_tagged
 from kubetrain.backends.local.output import iter_log
 from kubetrain.backends.local.preload import common_env, fork_target, is_python
 from kubetrain.backends.local.processes import ExitEvent, LaunchSpec, ProcessGroup
+from kubetrain.status import JobPhase
 
 PY = sys.executable
 PRELOAD = ("decimal",)
@@ -326,3 +327,54 @@ def test_common_env() -> None:
     assert common_env([a, b], skip=TAG_VAR) == {"A": "1", "PYTHONPATH": "/p"}
     assert common_env([a, {**b, "PYTHONPATH": "/q"}], skip=TAG_VAR) is None
     assert common_env([a, {k: v for k, v in b.items() if k != "PYTHONPATH"}], skip=TAG_VAR) is None
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+TORCH_PROBE = """\
+import sys
+print("torch preloaded:", "torch" in sys.modules, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([], "True"),  # pytorch jobs preload torch by default
+        (["--preload", "none"], "False"),
+        (["--preload", "decimal"], "False"),
+    ],
+)
+def test_pytorch_jobs_preload_torch_unless_told_otherwise(tmp_path: Path, flags: list[str], expected: str) -> None:
+    (tmp_path / "probe.py").write_text(TORCH_PROBE)
+    result = cli("run", "-q", *flags, "--framework", "pytorch", "--replicas", "2", "--", "python", "probe.py",
+                 cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(f"torch preloaded: {expected}") == 2, result.stdout
+
+
+def test_other_frameworks_do_not_preload_and_bad_module_names_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(TORCH_PROBE)
+    result = cli("run", "-q", "--framework", "generic", "--", "python", "probe.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "torch preloaded: False" in result.stdout
+    result = cli("run", "--preload", "torch;rm", "--", "python", "probe.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--preload: 'torch;rm' is not a module name" in result.stderr
+
+
+def test_a_resumed_job_keeps_its_preload(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text("import sys\nprint('decimal preloaded:', 'decimal' in sys.modules)\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: kubetrain.dev/v1alpha1\nkind: TrainJob\nmetadata: {name: p}\n"
+        "spec: {framework: generic, replicas: 2, runMode: Pause, run: {python: [probe.py]}}\n"
+    )
+    created = cli("run", "--preload", "decimal", job)
+    assert created.returncode == 0, created.stderr
+    job_id = created.stdout.strip().splitlines()[-1]
+    resumed = cli("resume", job_id)
+    assert resumed.returncode == 0, resumed.stderr
+    wait_phase(job_id, JobPhase.SUCCEEDED)
+    lines_ = [line for lines_of in log_lines(job_id).values() for line in lines_of]
+    assert lines_.count("decimal preloaded: True") == 2, lines_

@@ -94,6 +94,12 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
     p.add_argument("--replicas", type=int, help="quick form: number of replicas")
     p.add_argument("--procs-per-replica", help="quick form: processes per replica (a number or auto)")
     p.add_argument("--name", help="quick form: job name (default: from the program)")
+    p.add_argument(
+        "--preload",
+        metavar="MODULES",
+        help="local: modules that Python replicas import once, in a process that then forks each replica "
+        "(default: torch for pytorch jobs, none otherwise; 'none' turns it off); see README, Local backend",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no kubetrain messages, only the replicas' output")
     _add_output(p, ["yaml", "json"], None)
     _add_backend(p)

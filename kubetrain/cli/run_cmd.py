@@ -44,6 +44,17 @@ def quick_document(args: argparse.Namespace) -> dict[str, Any]:
     return {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
 
 
+def preload_modules(text: str | None) -> list[str] | None:
+    """`--preload torch,numpy` → the modules; 'none' or '' → []; not given → None (the backend's default)."""
+    if text is None:
+        return None
+    modules = [m.strip() for m in text.split(",") if m.strip() and m.strip() != "none"]
+    for m in modules:
+        if not all(part.isidentifier() for part in m.split(".")):
+            raise CliError(f"--preload: {m!r} is not a module name (give e.g. torch or torch,numpy)", EXIT_USAGE)
+    return modules
+
+
 def load_job(args: argparse.Namespace) -> tuple[TrainJob, Path]:
     from ..spec import from_dict, load_file
 
@@ -78,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         emit(plan.to_dict(), args.output or "yaml")
         return 0
     backend = LocalBackend()
-    job_id, plan = backend.create(job, base_dir)
+    job_id, plan = backend.create(job, base_dir, preload=preload_modules(args.preload))
     for warning in plan.warnings:
         say(f"warning: {warning}", quiet=args.quiet)
     status = backend.status(job_id)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,12 @@ SUPERVISOR_EXIT_WAIT = 20.0
 seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
 SUPERVISOR_CLEARED_WAIT = 5.0
 """Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
+
+
+PRELOAD_BY_FRAMEWORK: dict[str, tuple[str, ...]] = {"pytorch": ("torch",)}
+"""What the Python replicas of a local job import once, in a process that then forks them (preload.py), by
+framework. torch may be imported before a fork as long as CUDA is not initialised (its DataLoader workers
+are forked so); TensorFlow and JAX start threads when imported, so their replicas start the ordinary way."""
 
 
 class LocalError(Exception):
@@ -81,8 +88,12 @@ class LocalBackend:
 
     # -- submit ---------------------------------------------------------------------------------------
 
-    def create(self, job: TrainJob, base_dir: Path) -> tuple[str, Plan]:
-        """Record the job and its launch plan; start nothing."""
+    def create(self, job: TrainJob, base_dir: Path, preload: Sequence[str] | None = None) -> tuple[str, Plan]:
+        """Record the job and its launch plan; start nothing.
+
+        ``preload``: modules the replicas import once before being forked (None: by framework,
+        PRELOAD_BY_FRAMEWORK; empty: none).
+        """
         preview = local_plan(job, job.name, Path("/nonexistent"))
         replicas = [(r.role, r.index) for r in preview.replicas if r.processes]
         job_id = self.store.create_job(
@@ -96,6 +107,7 @@ class LocalBackend:
         the_plan = local_plan(job, job_id, self.store.log_dir(job_id) / "files")
         data = the_plan.to_dict()
         data["cwd"] = working_dir(job, base_dir)
+        data["preload"] = list(PRELOAD_BY_FRAMEWORK.get(job.spec.framework.value, ()) if preload is None else preload)
         self.store.set_plan_json(job_id, json.dumps(data))
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             self.store.set_job_phase(
@@ -220,6 +232,7 @@ class LocalBackend:
         job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
         fresh = local_plan(job, job_id, self.store.log_dir(job_id) / "files").to_dict()
         fresh["cwd"] = old.get("cwd")  # new ports: the old ones may be taken by now
+        fresh["preload"] = old.get("preload", [])
         self.store.set_plan_json(job_id, json.dumps(fresh))
         self.store.set_job_phase(
             job_id,

@@ -94,6 +94,7 @@ class Supervisor:
             for name, content in self.plan["files"].items():
                 (files_dir / name).write_text(content)
         cwd = self.plan.get("cwd")
+        preload = tuple(self.plan.get("preload", ()))
         specs = []
         for replica in self.plan["replicas"]:
             log = self.store.log_path(self.job_id, replica["role"], replica["index"])
@@ -107,9 +108,8 @@ class Supervisor:
                 if self.debug:
                     argv = list(HOLD_ARGV)
                 path = log.with_name(f"{proc['key']}.log") if many else log
-                specs.append(
-                    LaunchSpec(proc["key"], argv, {**base_env, **proc["env"]}, replica.get("cwd") or cwd, path)
-                )
+                env = {**base_env, **proc["env"]}
+                specs.append(LaunchSpec(proc["key"], argv, env, replica.get("cwd") or cwd, path, preload))
         return specs
 
     def _replica_of(self, key: str) -> tuple[str, int]:
