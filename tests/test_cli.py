@@ -169,6 +169,44 @@ def test_validate_exit_codes_and_messages(tmp_path: Path) -> None:
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
 
 
+def test_validate_and_render_refuse_what_the_api_server_would_about_resources(tmp_path: Path) -> None:
+    fractional = write(
+        tmp_path / "fractional.yaml",
+        """\
+        apiVersion: kubetrain.dev/v1alpha1
+        kind: TrainJob
+        metadata: {name: frac}
+        spec:
+          image: train:1
+          run: {python: [t.py]}
+          limits:
+            nvidia.com/gpu: 0.5
+        """,
+    )
+    for verb in ("validate", "render"):
+        result = cli(verb, fractional)
+        assert result.returncode == 2, result.stderr
+        no_traceback(result)
+        assert 'fractional.yaml:8: spec.limits."nvidia.com/gpu": must be a whole number' in result.stderr
+        assert "hint:" in result.stderr and "resources.gpuSharing" in result.stderr
+    unlimited = write(
+        tmp_path / "unlimited.yaml",
+        """\
+        apiVersion: kubetrain.dev/v1alpha1
+        kind: TrainJob
+        metadata: {name: unlimited}
+        spec:
+          image: train:1
+          run: {python: [t.py]}
+          requests: {example.com/fpga: 1}
+        """,
+    )
+    assert cli("validate", unlimited).returncode == 0  # pairing a request with its limit needs the merged container
+    result = cli("render", unlimited)
+    assert result.returncode == 2 and result.stdout == ""
+    assert 'spec.requests."example.com/fpga": has no limit' in result.stderr
+
+
 def test_bad_input_to_run_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
     path = job_file(tmp_path, generic(["t.py"]))
     for args in (

@@ -21,8 +21,9 @@ from kubetrain.spec import from_dict
 if TYPE_CHECKING:
     from kube_emulator import KubeEmulator
 
-#: An extended resource must be requested in whole units: the API server refuses 500m with a 422.
-FRACTIONAL = {"requests": {"example.com/dev": "500m"}, "limits": {"example.com/dev": "500m"}}
+#: Something only the API server refuses (422): tolerations are passed through as written, and "In" is not a
+#: toleration operator. What kubetrain knows the server refuses (a fractional extended resource) never gets there.
+REFUSED_BY_SERVER = {"tolerations": [{"key": "example.com/dev", "operator": "In", "value": "x"}]}
 
 
 def test_root_first_then_the_rest_owned_by_it(emulated: Cluster) -> None:
@@ -137,17 +138,17 @@ def test_a_missing_namespace_is_named(emulated: Cluster) -> None:
 
 def test_server_dry_run_shows_the_422_field_paths_and_creates_nothing(cluster: Cluster) -> None:
     b = cluster.backend()
-    job = cluster.job("dry", **FRACTIONAL)
+    job = cluster.job("dry", **REFUSED_BY_SERVER)
     report = b.dry_run(job, flavor="job")
     assert not report.ok
     [refused] = [v for v in report.verdicts if not v.accepted]
     assert refused.kind == "Job" and refused.status == 422 and refused.reason == "Invalid"
     fields = [c.field for c in refused.causes]
-    assert "spec.template.spec.containers[0].resources.requests[example.com/dev]" in fields
+    assert "spec.template.spec.tolerations[0].operator" in fields
     text = report.format()
     assert "Job/dry-worker: refused (422 Invalid)" in text.replace(job.metadata.name or "", "dry")
-    assert "spec.template.spec.containers[0].resources.requests[example.com/dev]: " in text
-    assert "must be an integer" in text and "nothing was created" in text
+    assert "spec.template.spec.tolerations[0].operator: " in text
+    assert "Unsupported value" in text and "nothing was created" in text
     assert any(v.kind == "Service" and v.accepted for v in report.verdicts)
     with pytest.raises(Exception, match="no kubetrain job"):
         b.status(job.metadata.name or "")

@@ -225,6 +225,63 @@ def test_names_and_labels_are_validated_like_the_server(core: client.CoreV1Api, 
     assert "must be no more than 63 characters" in status_body(exc.value)["message"]
 
 
+C = "spec.template.spec.containers[0].resources"
+
+
+# The API server's ValidateResourceRequirements (k8s.io/kubernetes pkg/apis/core/validation): extended
+# resources (a domain outside kubernetes.io) are integers in requests and limits alike and cannot be
+# overcommitted; huge pages are whole pages, cannot be overcommitted, and need cpu or memory beside them.
+@pytest.mark.parametrize(("resources", "fields", "message"), [
+    ({"limits": {"nvidia.com/gpu": "1"}}, None, None),
+    ({"requests": {"nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}, None, None),
+    ({"requests": {"cpu": "500m", "example.kubernetes.io/x": "0.5"}}, None, None),  # native: fractions are fine
+    ({"limits": {"nvidia.com/gpu": "0.5"}}, f"{C}.limits[nvidia.com/gpu]", "must be an integer"),
+    ({"requests": {"example.com/x": "500m"}, "limits": {"example.com/x": "500m"}},
+     f"{C}.limits[example.com/x] {C}.requests[example.com/x]", "must be an integer"),
+    ({"requests": {"example.com/x": "1"}}, f"{C}.limits", "Limit must be set for non overcommitable resources"),
+    ({"requests": {"example.com/x": "1"}, "limits": {"example.com/x": "2"}}, f"{C}.requests",
+     "must be equal to example.com/x limit of 2"),
+    ({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}, f"{C}.requests", "must be less than or equal to cpu limit"),
+    ({"limits": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}}, None, None),
+    ({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}}, f"{C}.limits[hugepages-2Mi]",
+     "3Mi is not positive integer multiple of hugepages-2Mi"),
+    ({"requests": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "4Mi"}}, f"{C}.requests",
+     "must be equal to hugepages-2Mi limit of 4Mi"),
+    ({"limits": {"hugepages-1Gi": "1Gi"}}, C, "HugePages require cpu or memory"),
+])
+def test_container_resources_are_validated_like_the_server(
+    batch: client.BatchV1Api, resources: dict[str, Any], fields: str | None, message: str | None
+) -> None:
+    """`fields`: the fields of the causes, in order, space-separated; None: accepted."""
+    body = job_body("j")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = resources
+    if fields is None:
+        batch.create_namespaced_job(NS, body, dry_run="All")
+        return
+    with pytest.raises(ApiException) as exc:
+        batch.create_namespaced_job(NS, body, dry_run="All")
+    assert exc.value.status == 422
+    causes = status_body(exc.value)["details"]["causes"]
+    assert [c["field"] for c in causes] == fields.split(), causes
+    assert message is not None and all(message in c["message"] for c in causes)
+
+
+@pytest.mark.parametrize(("toleration", "message"), [
+    ({"key": "a", "operator": "In", "value": "x"}, 'Unsupported value: "In"'),
+    ({"key": "a", "operator": "Exists", "value": "x"}, "value must be empty when `operator` is 'Exists'"),
+    ({"operator": "Equal", "value": "x"}, "operator must be Exists when `key` is empty"),
+])
+def test_tolerations_are_validated_like_the_server(
+    batch: client.BatchV1Api, toleration: dict[str, Any], message: str
+) -> None:
+    body = job_body("j")
+    body["spec"]["template"]["spec"]["tolerations"] = [{"key": "ok", "operator": "Exists"}, toleration]
+    with pytest.raises(ApiException) as exc:
+        batch.create_namespaced_job(NS, body, dry_run="All")
+    [cause] = status_body(exc.value)["details"]["causes"]
+    assert cause["field"] == "spec.template.spec.tolerations[1].operator" and message in cause["message"]
+
+
 def test_generate_name_gets_a_random_suffix(core: client.CoreV1Api) -> None:
     body = pod_body("")
     body["metadata"] = {"generateName": "trainer-"}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kube_emulator.validation import check_pod_spec
 from manifest_schemas import assert_valid
 from test_render_support import main_container, make_job, pod_specs, pod_templates
 
 from kubetrain.backends.kubernetes.render import FLAVORS, render, render_manifests
-from kubetrain.spec import SpecError
+from kubetrain.spec import DistributedConfig, SpecError
 
 Manifest = dict[str, Any]
 
@@ -40,10 +41,11 @@ def refusal(flavor: str, **spec: Any) -> SpecError:
 def test_cpu_memory_gpu_and_extended_resources() -> None:
     c = main_container(worker(job_with(resources={
         "cpu": 4, "cpuLimit": "8", "memory": "16Gi", "memoryLimit": "20Gi", "gpu": 2,
-        "extendedResources": {"rdma/hca": 1}}, requests={"example.com/x": "1"}, limits={"memory": "24Gi"})))
+        "extendedResources": {"rdma/hca": 1}}, requests={"example.com/x": "1"},
+        limits={"memory": "24Gi", "example.com/x": "1"})))
     assert c["resources"] == {
         "requests": {"cpu": "4", "memory": "16Gi", "example.com/x": "1"},
-        "limits": {"cpu": "8", "memory": "24Gi", "nvidia.com/gpu": "2", "rdma/hca": "1"},
+        "limits": {"cpu": "8", "memory": "24Gi", "nvidia.com/gpu": "2", "rdma/hca": "1", "example.com/x": "1"},
     }
 
 
@@ -98,6 +100,94 @@ def test_gpu_requests_a_flavor_cannot_express(resources: dict[str, Any], flavor:
 def test_a_limit_below_its_request_is_refused_after_merging() -> None:
     error = refusal("job", resources={"cpu": 4}, limits={"cpu": "2"})
     assert error.paths == ["spec.limits.cpu"]
+
+
+# Extended resources and huge pages cannot be overcommitted: the API server wants a limit whenever there is a
+# request, and the two equal. Checked on the merged container (job, role, `resources`), named where written.
+@pytest.mark.parametrize(("spec", "path", "words", "hint"), [
+    ({"requests": {"example.com/x": 1}}, 'spec.requests."example.com/x"', "has no limit", "as a limit"),
+    ({"requests": {"nvidia.com/gpu": 1}, "resources": {"gpu": 2}}, 'spec.requests."nvidia.com/gpu"',
+     "request 1 differs from the limit 2", "only the limit"),
+    ({"requests": {"example.com/x": 1}, "roles": {"worker": {"replicas": 2, "limits": {"example.com/x": 2}}}},
+     'spec.requests."example.com/x"', "cannot be overcommitted", None),
+    ({"limits": {"example.com/x": 2}, "roles": {"worker": {"replicas": 2, "requests": {"example.com/x": 1}}}},
+     'spec.roles.worker.requests."example.com/x"', "differs from the limit 2", None),
+    ({"requests": {"rdma/hca": 2}, "resources": {"extendedResources": {"rdma/hca": 1}}}, 'spec.requests."rdma/hca"',
+     "differs from the limit 1", None),
+    ({"requests": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "4Mi"}},
+     "spec.requests.hugepages-2Mi", "huge pages cannot be overcommitted", None),
+    ({"limits": {"hugepages-2Mi": "4Mi"}}, "spec.limits.hugepages-2Mi", "need a cpu or memory", "resources.memory"),
+])
+def test_extended_resources_and_huge_pages_need_a_limit_equal_to_the_request(
+    spec: dict[str, Any], path: str, words: str, hint: str | None
+) -> None:
+    for flavor in FLAVORS:
+        error = refusal(flavor, **{"framework": "pytorch", **spec})
+        assert error.paths == [path], flavor
+        assert words in error.errors[0].message
+        if hint is not None:
+            assert error.errors[0].hint is not None and hint in error.errors[0].hint
+
+
+def test_a_fraction_assigned_after_validation_is_still_refused() -> None:
+    """Python objects are not revalidated on assignment; the renderer checks what it is about to write."""
+    job = make_job({"framework": "generic", "roles": {"worker": {"replicas": 2}}, "run": {"exec": ["./train"]}})
+    assert job.spec.roles is not None
+    job.spec.roles["worker"].limits = {"nvidia.com/gpu": "0.5"}
+    with pytest.raises(SpecError) as info:
+        render(job, "job")
+    assert info.value.paths == ['spec.roles.worker.limits."nvidia.com/gpu"']
+    [error] = info.value.errors
+    assert "must be a whole number" in error.message and "'0.5'" in error.message
+    assert error.hint is not None and "resources.gpuSharing" in error.hint
+
+
+def test_a_distributed_config_cannot_overcommit_an_extended_resource() -> None:
+    job = make_job({"framework": "generic", "replicas": 2, "run": {"exec": ["./train"]},
+                    "resources": {"gpu": 2}})
+    with pytest.raises(SpecError) as info:
+        render(job, "job", config=DistributedConfig(requests={"nvidia.com/gpu": 1}))
+    assert info.value.paths == ['spec.requests."nvidia.com/gpu"']
+    c = main_container(worker(render(job, "job", config=DistributedConfig(requests={"nvidia.com/gpu": 2}))))
+    assert c["resources"] == {"requests": {"nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}
+
+
+# The same containers, judged by kubetrain and by the API emulator (tests/kube_emulator): kubetrain refuses
+# exactly what the server would, so `render` never hands the cluster a manifest it rejects for its resources.
+AGREEMENT = [
+    ({"limits": {"nvidia.com/gpu": 1}}, True),
+    ({"requests": {"nvidia.com/gpu": 4}, "limits": {"nvidia.com/gpu": 4}}, True),
+    ({"requests": {"cpu": "0.5", "example.kubernetes.io/x": "0.5"}, "limits": {"cpu": "1.5"}}, True),
+    ({"limits": {"example.com/x": "2000m", "hugepages-2Mi": "4Mi", "memory": "1Gi"}}, True),
+    ({"requests": {"hugepages-1Gi": "2Gi", "cpu": 1}, "limits": {"hugepages-1Gi": "2Gi"}}, True),
+    ({"limits": {"nvidia.com/gpu": 0.5}}, False),
+    ({"limits": {"nvidia.com/mig-1g.5gb": "1.5"}}, False),
+    ({"requests": {"example.com/x": "500m"}, "limits": {"example.com/x": "500m"}}, False),
+    ({"requests": {"example.com/x": 1}}, False),
+    ({"requests": {"example.com/x": 1}, "limits": {"example.com/x": 2}}, False),
+    ({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}}, False),
+    ({"requests": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "4Mi"}}, False),
+    ({"limits": {"hugepages-2Mi": "4Mi"}}, False),
+    ({"requests": {"cpu": 2}, "limits": {"cpu": 1}}, False),
+]
+
+
+@pytest.mark.parametrize(("raw", "accepted"), AGREEMENT)
+def test_render_and_the_api_emulator_agree_on_container_resources(raw: dict[str, Any], accepted: bool) -> None:
+    base: dict[str, Any] = {"framework": "generic", "replicas": 2, "run": {"exec": ["./train"]}}
+    try:
+        objects: list[Manifest] | None = render(make_job({**base, **raw}), "job")
+    except SpecError:
+        objects = None
+    assert (objects is not None) == accepted
+    if objects is not None:
+        assert_valid(objects)
+        for spec in pod_specs(objects):
+            assert check_pod_spec(spec, "spec") == []
+    else:
+        resources = {k: {n: str(v) for n, v in values.items()} for k, values in raw.items()}
+        containers = [{"name": "c", "image": "i", "resources": resources}]
+        assert check_pod_spec({"containers": containers}, "spec") != []
 
 
 def test_shm_capabilities_and_node_type_shape_the_pod() -> None:

@@ -145,6 +145,27 @@ CASES: list[Bad] = [
         "not a MIG profile"),
     Bad("mig-with-fraction", pytorch("resources: {gpu: 0.5, gpuSharing: hami, migProfile: 1g.5gb}  #!"),
         "spec.resources.migProfile", "cannot be combined"),
+    # Extended resources (a domain outside kubernetes.io) are whole numbers wherever they are written; a share
+    # of a GPU is resources.gpu below 1 with gpuSharing, which the hint names.
+    Bad("fractional-gpu-limit", pytorch("""
+        limits:
+          nvidia.com/gpu: 0.5  #!
+        """), 'spec.limits."nvidia.com/gpu"', "must be a whole number", "resources.gpuSharing"),
+    Bad("fractional-mig-request-in-role", job(f"""
+        framework: pytorch
+        {RUN}
+        roles:
+          worker:
+            replicas: 2
+            requests: {{nvidia.com/mig-1g.5gb: "1.5"}}  #!
+        """), 'spec.roles.worker.requests."nvidia.com/mig-1g.5gb"', "is an extended resource",
+        "resources.gpu below 1"),
+    Bad("fractional-extended-resource", pytorch("resources: {extendedResources: {example.com/fpga: 500m}}  #!"),
+        'spec.resources.extendedResources."example.com/fpga"', "must be a whole number", "whole units"),
+    Bad("hugepages-not-whole-pages", pytorch("limits: {hugepages-2Mi: 3Mi, memory: 1Gi}  #!"),
+        "spec.limits.hugepages-2Mi", "whole number of 2Mi pages", "multiple of 2Mi"),
+    Bad("hugepages-bad-size", pytorch("requests: {hugepages-2MB: 4Mi}  #!"), "spec.requests.hugepages-2MB",
+        "is not a huge page size", "hugepages-2Mi"),
     # -- roles ----------------------------------------------------------------------------------------
     Bad("role-not-in-framework", job(f"""
         framework: pytorch

@@ -78,8 +78,9 @@ def test_kubeflow_scheduling_policy_is_refused_with_a_pointer() -> None:
     from kubeflow.training import KubeflowOrgV1RunPolicy, KubeflowOrgV1SchedulingPolicy
 
     policy = KubeflowOrgV1RunPolicy(scheduling_policy=KubeflowOrgV1SchedulingPolicy(queue="q"))
-    with pytest.raises(ValueError, match=r"spec\.scheduling"):
+    with pytest.raises(SpecError, match=r"spec\.scheduling") as info:
         DistributedConfig(run_policy=policy)
+    assert info.value.paths == ["run_policy.schedulingPolicy"]
 
 
 def test_second_snippet_dict_env_becomes_a_client_model() -> None:
@@ -143,10 +144,56 @@ def test_env_and_env_from_accept_every_form() -> None:
     ],
 )
 def test_distributed_config_refuses_bad_values(kwargs: dict[str, Any], fragments: list[str]) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(SpecError) as info:
         DistributedConfig(**kwargs)
     for fragment in fragments:
         assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "path", "message", "hint"),
+    [
+        ({"limits": {"nvidia.com/gpu": 0.5}}, 'limits."nvidia.com/gpu"', "must be a whole number",
+         "resources.gpu below 1"),
+        ({"requests": {"cpu": "lots"}}, "requests.cpu", "not a Kubernetes quantity", None),
+        ({"env": 5}, "env", "must be a list", None),
+        ({"run_policy": {"backoff_limit": -1}}, "run_policy.backoff_limit", "greater than or equal to 0", None),
+        ({"node_selctor": {"a": "b"}}, "node_selctor", "unknown field", "did you mean 'node_selector'?"),
+        ({"nodeSelctor": {"a": "b"}}, "nodeSelctor", "unknown field", "did you mean 'nodeSelector'?"),
+        ({"tolerations": [{"key": "a", "tolerationSeconds": "soon"}]}, "tolerations[0].tolerationSeconds",
+         "must be of type integer", None),
+    ],
+)
+def test_distributed_config_raises_spec_errors_with_paths_and_hints(
+    kwargs: dict[str, Any], path: str, message: str, hint: str | None
+) -> None:
+    """Built directly in Python, as Kale does: the same SpecError a job file gets, never pydantic's report."""
+    with pytest.raises(SpecError) as info:
+        DistributedConfig(**kwargs)
+    error = info.value
+    assert isinstance(error, ValueError)  # what callers written for pydantic's ValidationError catch
+    assert error.paths == [path]
+    [field] = error.errors
+    assert message in field.message
+    if hint is not None:
+        assert field.hint is not None and hint in field.hint
+    shown = str(error)
+    assert shown.startswith(f"{path}: ")
+    assert "pydantic" not in shown and "validation error for" not in shown
+
+
+def test_distributed_config_names_the_field_of_a_kubeflow_run_policy() -> None:
+    from kubeflow.training import KubeflowOrgV1RunPolicy
+
+    with pytest.raises(SpecError) as info:
+        DistributedConfig(run_policy=KubeflowOrgV1RunPolicy(backoff_limit=-1))
+    assert info.value.paths == ["run_policy.backoff_limit"]
+
+
+def test_distributed_config_reports_every_problem_at_once() -> None:
+    with pytest.raises(SpecError) as info:
+        DistributedConfig(limits={"example.com/fpga": "500m", "cpu": "1"}, labels={"a": "b c"}, env={"1A": "x"})
+    assert sorted(info.value.paths) == ["env[0].name", "labels.a", 'limits."example.com/fpga"']
 
 
 def job_text(spec: str) -> str:
@@ -311,6 +358,23 @@ def test_mount_strings_become_objects() -> None:
     assert (volume.type, volume.src, volume.dst, volume.readonly) == ("volume", "datasets", "/ds", True)
     assert (device.type, device.src, device.dst, device.perm) == ("device", "/dev/fuse", None, "rwm")
     assert (spaced.src, spaced.dst, spaced.readonly) == ("/x", "/y", False)
+
+
+def test_whole_extended_resources_and_gpu_fractions_are_accepted() -> None:
+    """Only raw quantities of extended resources must be whole: native resources may be fractions, and a
+    share of a GPU is expressed by resources.gpu with a GPU-sharing scheduler."""
+    spec = load_text(job_text("""\
+  run: {python: [a.py]}
+  requests: {cpu: "0.5", memory: 1.5Gi, example.kubernetes.io/x: "0.5", nvidia.com/gpu: "1.0"}
+  limits: {nvidia.com/gpu: 1, hugepages-2Mi: 4Mi, example.com/fpga: 2000m}
+  resources: {gpu: 0.25, gpuSharing: runai, extendedResources: {rdma/hca: 1}}
+""")).spec
+    assert spec.limits == {"nvidia.com/gpu": "1", "hugepages-2Mi": "4Mi", "example.com/fpga": "2000m"}
+    assert spec.resources is not None and spec.resources.gpu == 0.25
+    for name, value in (("nvidia.com/gpu", "0.5"), ("example.com/fpga", "1500m"), ("hugepages-1Gi", "1.5Gi")):
+        with pytest.raises(SpecError) as info:
+            load_text(job_text(f"  run: {{python: [a.py]}}\n  limits: {{{name}: {value}, memory: 1Gi}}\n"))
+        assert info.value.paths == [f'spec.limits."{name}"' if "/" in name else f"spec.limits.{name}"]
 
 
 def test_quantities_are_kept_as_written() -> None:

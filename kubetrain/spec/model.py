@@ -6,16 +6,17 @@ Field docstrings are the reference text that `kubetrain explain` prints and `kub
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, field_validator, model_validator
 
+from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
 from .frameworks import ELASTIC_FRAMEWORKS, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
 from .naming import is_dns_label, is_label_key, is_label_value
-from .resources import Resources
-from .types import Affinity, Arg, EnvFromList, EnvList, Quantity, SpecModel, Tolerations
+from .resources import ResourceList, Resources
+from .types import Affinity, Arg, EnvFromList, EnvList, SpecModel, Tolerations
 
 API_VERSION = "kubetrain.dev/v1alpha1"
 KIND = "TrainJob"
@@ -278,10 +279,12 @@ class PodOptions(SpecModel):
     """Environment variables: {NAME: value} or a list of V1EnvVar (valueFrom allowed)."""
     env_from: EnvFromList | None = None
     """Variables from ConfigMaps/Secrets (V1EnvFromSource)."""
-    requests: dict[str, Quantity] | None = None
-    """Raw resource requests, merged over `resources` ({"cpu": "100m", "example.com/x": 1})."""
-    limits: dict[str, Quantity] | None = None
-    """Raw resource limits, merged over `resources`."""
+    requests: ResourceList | None = None
+    """Raw resource requests, merged over `resources` ({"cpu": "100m", "memory": "1Gi"}). Extended resources
+    (example.com/x) are whole numbers and need the same value in `limits` (or only the limit)."""
+    limits: ResourceList | None = None
+    """Raw resource limits, merged over `resources` ({"nvidia.com/gpu": 1}); the request of an extended
+    resource defaults to its limit."""
     annotations: Annotations | None = None
     """Pod annotations."""
     labels: Labels | None = None
@@ -306,10 +309,22 @@ class DistributedConfig(PodOptions):
     """Kale's DistributedConfig: options propagated to every replica of every role.
 
     Each field takes official `kubernetes` client models (V1EnvVar, V1Affinity, ...) or plain dicts,
-    which are deserialized into those models.
+    which are deserialized into those models. Bad values raise SpecError, with the path of each field
+    (`requests."nvidia.com/gpu"`, `run_policy.backoff_limit`) and a hint.
     """
 
     run_policy: Annotated[RunPolicy | None, BeforeValidator(_run_policy)] = None
+
+    # Hidden from type checkers, so they keep the per-field signature pydantic's plugin generates.
+    if not TYPE_CHECKING:
+
+        def __init__(self, /, **data: Any) -> None:
+            # Built directly in Python (Kale's usage) rather than through from_dict: the same SpecError a
+            # job file gets, not pydantic's report.
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise SpecError(convert_validation_error(exc, data, DistributedConfig)) from None
 
 
 class ReplicaSettings(PodOptions):

@@ -2,16 +2,96 @@
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import FieldError, SpecError
 from .types import Quantity, SpecModel, parse_quantity
 
 _MIG_PROFILE = re.compile(r"\d+g\.\d+gb(\+me)?")
+_HUGEPAGES = "hugepages-"
+_FRACTIONAL_GPU_HINT = (
+    "for a share of a GPU set resources.gpu below 1 (e.g. 0.5) with resources.gpuSharing (hami, runai or aliyun)"
+)
+
+
+# The API server's classification of resource names (k8s.io/kubernetes pkg/apis/core/helper): a name
+# without a domain, or in kubernetes.io, is native; any other domain-prefixed name is an extended resource.
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended_resource(name: str) -> bool:
+    return not is_native_resource(name) and not name.startswith("requests.")
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(_HUGEPAGES)
+
+
+def overcommit_allowed(name: str) -> bool:
+    """Whether a request may be below its limit (cpu, memory); extended resources and huge pages need
+    request = limit, and a limit whenever there is a request."""
+    return is_native_resource(name) and not is_hugepages(name)
+
+
+def _looks_like_gpu(name: str) -> bool:
+    return "gpu" in name.lower() or name.startswith("nvidia.com/mig-")
+
+
+def quantity_problem(name: str, quantity: str) -> FieldError | None:
+    """What the API server refuses in one container resource quantity, as an error at path `(name,)`.
+
+    Only rules about the value alone: extended resources are whole numbers, huge pages a whole number of
+    pages. Rules between a request and its limit need the merged container and are checked by the renderer.
+    """
+    try:
+        amount = parse_quantity(quantity)
+    except (ValueError, ArithmeticError):
+        return None  # not a quantity at all: the Quantity type says so
+    if is_extended_resource(name):
+        # ValidateResourceQuantityValue: the value in thousandths, rounded up, must be a multiple of 1000.
+        if math.ceil(amount * 1000) % 1000 == 0:
+            return None
+        hint = "extended resources (a domain-prefixed name outside kubernetes.io) are counted in whole units"
+        if _looks_like_gpu(name):
+            hint += f"; {_FRACTIONAL_GPU_HINT}"
+        return FieldError((name,), f"must be a whole number: {name} is an extended resource", quantity, True, hint)
+    if is_hugepages(name):
+        size_text = name[len(_HUGEPAGES):]
+        try:
+            size: Decimal | None = parse_quantity(size_text)
+        except (ValueError, ArithmeticError):
+            size = None
+        if size is None or not size.is_finite() or size <= 0 or size != size.to_integral_value():
+            hint = "name huge pages by their page size: hugepages-2Mi, hugepages-1Gi"
+            return FieldError((name,), "is not a huge page size", hint=hint)
+        if math.ceil(amount) % int(size) != 0:
+            return FieldError(
+                (name,),
+                f"must be a whole number of {size_text} pages",
+                quantity,
+                True,
+                hint=f"huge pages are allocated whole: use a multiple of {size_text}",
+            )
+    return None
+
+
+def _resource_list(value: dict[str, str]) -> dict[str, str]:
+    problems = [p for name, quantity in value.items() if (p := quantity_problem(name, quantity)) is not None]
+    if problems:
+        raise SpecError(problems)
+    return value
+
+
+ResourceList = Annotated[dict[str, Quantity], AfterValidator(_resource_list)]
+"""Container resources by name ({"cpu": "500m", "nvidia.com/gpu": 1}), each quantity valid for its name."""
 
 
 class GpuSharing(StrEnum):
@@ -46,8 +126,9 @@ class Resources(SpecModel):
     """Scheduler that shares GPUs between pods: hami, runai or aliyun. Required for fractions and gpuMemory."""
     mig_profile: str | None = None
     """A MIG slice instead of a whole GPU, e.g. "1g.5gb", "3g.20gb" → nvidia.com/mig-<profile>."""
-    extended_resources: dict[str, Quantity] = Field(default_factory=dict)
-    """Other resources, verbatim: {"rdma/hca": 1, "example.com/fpga": 2}."""
+    extended_resources: ResourceList = Field(default_factory=dict)
+    """Other resources, verbatim, as limits: {"rdma/hca": 1, "example.com/fpga": 2}. Extended resources are
+    whole numbers; for a fraction of a GPU use gpu with gpuSharing."""
     shm: Quantity | bool | None = None
     """A large /dev/shm (memory-backed): a size ("16Gi"), or true for no size limit."""
     capabilities: dict[str, str] = Field(default_factory=dict)

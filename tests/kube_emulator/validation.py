@@ -3,15 +3,17 @@
 Covered: object names per type (DNS-1123 subdomain/label, DNS-1035 label for Services, 63 characters
 for Jobs), label keys and values, annotation keys, ownerReferences, the pod spec (containers, images,
 ports, volumes and mounts, env names, restartPolicy, resource quantities, requests ≤ limits, extended
-resources whole and equal), Job rules (restartPolicy OnFailure/Never, Indexed needs completions,
-podFailurePolicy needs Never, selector matches template), Service ports, ConfigMap/Secret keys, and
-the fields an update may not change. Every message is worded like the server's, so a test sees what
-a user would. Anything not listed here is accepted.
+resources whole and equal to their limits, huge pages in whole pages, equal to their limits and beside
+cpu or memory), tolerations (operator, value with Exists), Job rules (restartPolicy OnFailure/Never,
+Indexed needs completions, podFailurePolicy needs Never, selector matches template), Service ports,
+ConfigMap/Secret keys, and the fields an update may not change. Every message is worded like the
+server's, so a test sees what a user would. Anything not listed here is accepted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -46,7 +48,6 @@ _LABEL_VALUE_MSG = (
     "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
-_NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage"}
 
 
 def _q(value: Any) -> str:
@@ -184,42 +185,82 @@ def parse_quantity(value: Any) -> Decimal | None:
     return number * Decimal(_SUFFIXES[suffix])
 
 
+def _native(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def _extended(name: str) -> bool:
+    return not _native(name) and not name.startswith("requests.")
+
+
+def _hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def _hugepages_divisible(name: str, q: Decimal) -> bool:
+    size = parse_quantity(name[len("hugepages-"):])
+    if size is None or size <= 0 or size != size.to_integral_value():
+        return False
+    return math.ceil(q) % int(size) == 0
+
+
 def _check_resources(path: str, res: Any) -> list[Cause]:
+    """ValidateResourceRequirements: extended resources are integers (MilliValue % 1000 == 0, in requests and
+    limits alike), huge pages whole pages; neither may be overcommitted (request = limit, and a limit whenever
+    there is a request); huge pages need cpu or memory beside them."""
     if not isinstance(res, dict):
         return []
     out: list[Cause] = []
     parsed: dict[str, dict[str, Decimal]] = {"requests": {}, "limits": {}}
-    for section in ("requests", "limits"):
+    for section in ("limits", "requests"):  # the server's order
         for name, value in (res.get(section) or {}).items():
             q = parse_quantity(value)
             field = f"{path}.resources.{section}[{name}]"
             if q is None:
                 out.append(_invalid(field, value, "must be a valid resource quantity"))
-            elif q < 0:
+                continue
+            if q < 0:
                 out.append(_invalid(field, value, "must be greater than or equal to 0"))
-            else:
-                parsed[section][name] = q
+                continue
+            parsed[section][name] = q
+            if _extended(name) and math.ceil(q * 1000) % 1000 != 0:
+                out.append(_invalid(field, str(value), "must be an integer"))
+            if _hugepages(name) and not _hugepages_divisible(name, q):
+                out.append(_invalid(field, str(value), f"{value} is not positive integer multiple of {name}"))
     requests, limits = parsed["requests"], parsed["limits"]
+    overcommit = {name: _native(name) and not _hugepages(name) for name in requests}
     for name, req in requests.items():
-        extended = name not in _NATIVE_RESOURCES and not name.startswith(("hugepages-", "requests."))
-        field = f"{path}.resources.requests[{name}]"
-        if extended:
-            if req != req.to_integral_value():
-                out.append(_invalid(field, str(res["requests"][name]), "must be an integer"))
-            if name not in limits:
-                out.append(
-                    _required(f"{path}.resources.limits[{name}]", "Limit must be set for non overcommitable resources")
-                )
-            elif limits[name] != req:
-                out.append(_invalid(field, str(res["requests"][name]), f"must be equal to {name} limit"))
-        elif name in limits and req > limits[name]:
-            out.append(
-                _invalid(
-                    field,
-                    str(res["requests"][name]),
-                    f"must be less than or equal to {name} limit of {res['limits'][name]}",
-                )
-            )
+        # The server names the whole map here, not the key.
+        if name in limits:
+            lim = res["limits"][name]
+            if req != limits[name] and not overcommit[name]:
+                out.append(_invalid(f"{path}.resources.requests", str(res["requests"][name]),
+                                    f"must be equal to {name} limit of {lim}"))
+            elif req > limits[name]:
+                out.append(_invalid(f"{path}.resources.requests", str(res["requests"][name]),
+                                    f"must be less than or equal to {name} limit of {lim}"))
+        elif not overcommit[name]:
+            out.append(_required(f"{path}.resources.limits", "Limit must be set for non overcommitable resources"))
+    names = {*parsed["requests"], *parsed["limits"]}
+    if any(_hugepages(n) for n in names) and not names & {"cpu", "memory"}:
+        out.append(Cause(f"{path}.resources", "Forbidden: HugePages require cpu or memory", "FieldValueForbidden"))
+    return out
+
+
+def _check_tolerations(path: str, tolerations: Any) -> list[Cause]:
+    out: list[Cause] = []
+    for i, t in enumerate(tolerations if isinstance(tolerations, list) else []):
+        if not isinstance(t, dict):
+            continue
+        field = f"{path}.tolerations[{i}].operator"
+        operator = t.get("operator") or ""
+        if not t.get("key") and operator != "Exists":
+            out.append(_invalid(field, operator, 'operator must be Exists when `key` is empty, which means '
+                                '"match all values and all keys"'))
+        if operator == "Exists" and t.get("value"):
+            out.append(_invalid(field, t, "value must be empty when `operator` is 'Exists'"))
+        elif operator not in ("", "Equal", "Exists", "Lt", "Gt"):  # Lt/Gt: newer servers, behind a feature gate
+            out.append(_unsupported(field, operator, ["Equal", "Exists"]))
     return out
 
 
@@ -275,6 +316,7 @@ def check_pod_spec(spec: Any, path: str) -> list[Cause]:
                 if not (isinstance(mount, dict) and mount.get("mountPath")):
                     out.append(_required(f"{cpath}.volumeMounts[{j}].mountPath"))
             out += _check_resources(cpath, c.get("resources"))
+    out += _check_tolerations(path, spec.get("tolerations"))
     policy = spec.get("restartPolicy", "Always")
     if policy not in ("Always", "OnFailure", "Never"):
         out.append(_unsupported(f"{path}.restartPolicy", policy, ["Always", "OnFailure", "Never"]))

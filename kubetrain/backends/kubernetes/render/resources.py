@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....spec import GpuSharing, Resources
+from ....spec.errors import Path
+from ....spec.resources import is_hugepages, overcommit_allowed, quantity_problem
 from ....spec.types import parse_quantity
 from ..names import is_label_key, is_label_value
 from .context import Ctx, RoleView
@@ -77,10 +79,7 @@ def resource_plan(ctx: Ctx, view: RoleView) -> ResourcePlan:
     # Raw requests/limits (Kale's DistributedConfig) are merged over what `resources` gives.
     out.requests.update(settings.requests or {})
     out.limits.update(settings.limits or {})
-    for key in sorted(set(out.requests) & set(out.limits)):
-        if parse_quantity(out.limits[key]) < parse_quantity(out.requests[key]):
-            ctx.problems.add(ctx.where(view.role, "limits", key),
-                             f"limit {out.limits[key]} is below the request {out.requests[key]}")
+    _check_container_resources(ctx, view, res, out)
     for key, value in res.capabilities.items():
         if not is_label_key(key) or not is_label_value(value):
             ctx.problems.add(ctx.where(view.role, "resources", "capabilities", key),
@@ -88,6 +87,57 @@ def resource_plan(ctx: Ctx, view: RoleView) -> ResourcePlan:
         else:
             out.node_selector[key] = value
     return out
+
+
+def _check_container_resources(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
+    """The API server's rules for one container's requests and limits (ValidateResourceRequirements), on the
+    merged result, so a manifest it would refuse is never rendered."""
+    for section, values in (("requests", out.requests), ("limits", out.limits)):
+        for key in sorted(values):
+            # The spec checks each value where it is written; a value set in Python after validation
+            # (assignment, model_copy, model_construct) is not revalidated, so it is caught here.
+            problem = quantity_problem(key, values[key])
+            if problem is not None:
+                ctx.problems.add(_origin(ctx, view, res, section, key), f"{problem.message} (got {values[key]!r})",
+                                 hint=problem.hint)
+    for key in sorted(out.requests):
+        request, limit = out.requests[key], out.limits.get(key)
+        if overcommit_allowed(key):
+            if limit is not None and parse_quantity(limit) < parse_quantity(request):
+                ctx.problems.add(_origin(ctx, view, res, "limits", key),
+                                 f"limit {limit} is below the request {request}")
+        elif limit is None:
+            ctx.problems.add(_origin(ctx, view, res, "requests", key),
+                             f"has no limit: {_kind(key)} cannot be overcommitted, so Kubernetes needs a limit "
+                             "(and the request equal to it)",
+                             hint=f"give it as a limit ({key}: {request}); the request defaults to the limit")
+        elif parse_quantity(limit) != parse_quantity(request):
+            ctx.problems.add(_origin(ctx, view, res, "requests", key),
+                             f"request {request} differs from the limit {limit}: {_kind(key)} cannot be "
+                             "overcommitted, so Kubernetes needs them equal",
+                             hint=f"give only the limit of {key}; the request defaults to it")
+    pages = sorted(k for k in {*out.requests, *out.limits} if is_hugepages(k))
+    if pages and not {"cpu", "memory"} & {*out.requests, *out.limits}:
+        ctx.problems.add(_origin(ctx, view, res, "limits" if pages[0] in out.limits else "requests", pages[0]),
+                         "huge pages need a cpu or memory request or limit in the same container",
+                         hint="set resources.memory (or cpu)")
+
+
+def _kind(key: str) -> str:
+    return "huge pages" if is_hugepages(key) else "an extended resource"
+
+
+def _origin(ctx: Ctx, view: RoleView, res: Resources, section: str, key: str) -> Path:
+    """The spec field a container request or limit came from: the raw requests/limits, which are merged
+    last, else the `resources` field that produced it."""
+    raw = view.settings.requests if section == "requests" else view.settings.limits
+    if raw and key in raw:
+        return ctx.where(view.role, section, key)
+    if key in res.extended_resources and section == "limits":
+        return ctx.where(view.role, "resources", "extended_resources", key)
+    if key in ("cpu", "memory"):
+        return ctx.where(view.role, "resources", key if section == "requests" else f"{key}_limit")
+    return ctx.where(view.role, "resources", "mig_profile" if key.startswith("nvidia.com/mig-") else "gpu")
 
 
 def _gpus(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
