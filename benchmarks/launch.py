@@ -4,7 +4,8 @@
 
 1. Launch: wall time of a trivial gloo job (init, one all_reduce, barrier, exit) for N processes:
    `kubetrain run --framework pytorch --replicas N -- python trivial.py` versus
-   `torchrun --standalone --nproc-per-node N trivial.py`, runs interleaved, medians.
+   `torchrun --standalone --nproc-per-node N trivial.py`, runs interleaved, medians. The third column is
+   kubetrain with `--preload none` (every replica imports torch itself), to show what preloading buys.
 2. Failure: N=2, rank 1 exits 1 two seconds after init while rank 0 waits; time from that exit to the
    launcher having returned (every process stopped).
 3. Throughput: DDP samples/s of a 1.05M-parameter MLP over gloo, N=2.
@@ -29,9 +30,9 @@ WORK = HERE / "workloads"
 BIN = Path(sys.executable).parent
 
 
-def kubetrain(n: int, script: str, *args: str) -> list[str]:
-    return [str(BIN / "kubetrain"), "run", "-q", "--framework", "pytorch", "--replicas", str(n), "--",
-            "python", str(WORK / script), *args]
+def kubetrain(n: int, script: str, *args: str, preload: bool = True) -> list[str]:
+    return [str(BIN / "kubetrain"), "run", "-q", "--framework", "pytorch", "--replicas", str(n),
+            *([] if preload else ["--preload", "none"]), "--", "python", str(WORK / script), *args]
 
 
 def torchrun(n: int, script: str, *args: str) -> list[str]:
@@ -55,14 +56,15 @@ def main() -> int:
     print(f"kubetrain vs torchrun --standalone; medians of {args.reps} interleaved runs\n")
 
     print("1. launch: trivial gloo job (init, all_reduce, barrier, exit)")
-    print(f"{'N':>3} {'kubetrain':>10} {'torchrun':>10} {'ratio':>7}")
+    print(f"{'N':>3} {'kubetrain':>10} {'torchrun':>10} {'ratio':>7} {'no preload':>11} {'ratio':>7}")
     for n in (int(s) for s in args.sizes.split(",")):
-        ours, theirs = [], []
+        ours, theirs, plain = [], [], []
         for _ in range(args.reps):
             ours.append(timed(kubetrain(n, "trivial.py"), env)[0])
             theirs.append(timed(torchrun(n, "trivial.py"), env)[0])
-        a, b = statistics.median(ours), statistics.median(theirs)
-        print(f"{n:>3} {a:>9.2f}s {b:>9.2f}s {a / b:>7.2f}", flush=True)
+            plain.append(timed(kubetrain(n, "trivial.py", preload=False), env)[0])
+        a, b, c = statistics.median(ours), statistics.median(theirs), statistics.median(plain)
+        print(f"{n:>3} {a:>9.2f}s {b:>9.2f}s {a / b:>7.2f} {c:>10.2f}s {c / b:>7.2f}", flush=True)
 
     print("\n2. failure: rank 1 exits 1 after 2 s (N=2); exit → launcher returned")
     print(f"{'':>3} {'kubetrain':>10} {'torchrun':>10} {'ratio':>7}")
