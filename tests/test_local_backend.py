@@ -27,6 +27,7 @@ from helpers import (
     processes_of,
     start_detached,
     status_of,
+    wait_for,
     wait_gone,
     wait_phase,
     wait_pids,
@@ -289,3 +290,35 @@ def test_job_ids_resolve_by_unambiguous_prefix(tmp_path: Path) -> None:
     one = cli("status", shortest)
     assert one.returncode == 0
     assert one.stdout.startswith(f"{ids[0]} Succeeded")
+
+
+IGNORES_SIGTERM = """\
+import os, pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopped only by the SIGKILL after the grace period
+pathlib.Path(sys.argv[1], str(os.getpid())).write_text("up")
+time.sleep(600)
+"""
+
+
+def test_cancel_that_outlasts_its_wait_says_so_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from kubetrain.backends.local import backend as local
+    from kubetrain.cli import job_cmds
+
+    write(tmp_path / "stubborn.py", IGNORES_SIGTERM)
+    (tmp_path / "up").mkdir()
+    job_id, _ = start_detached(make_job(generic(["stubborn.py", str(tmp_path / "up")], replicas=1)), tmp_path)
+    pids = wait_for("the replica", lambda: [int(p.name) for p in (tmp_path / "up").iterdir()] or None)
+    # The supervisor needs its 5 s grace period; cancel waits less than that here.
+    monkeypatch.setattr(local, "STOP_WAIT", 0.3)
+    code = job_cmds.cancel(argparse.Namespace(jobs=[job_id], backend=None, context=None, kubeconfig=None))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"error: job {job_id} is still running" in err and f"kubetrain status {job_id}" in err
+    # The request stands: the supervisor finishes the cancel on its own.
+    assert wait_phase(job_id, JobPhase.CANCELLED).phase is JobPhase.CANCELLED
+    wait_gone(pids)
+

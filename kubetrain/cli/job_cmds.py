@@ -112,11 +112,17 @@ def _each(args: argparse.Namespace, verb: str) -> int:
     for prefix in args.jobs:
         try:
             job_id = backend.resolve(prefix)
-            if verb == "cancel":
-                st = backend.cancel(job_id)
-                print(f"job {job_id} {st.phase.value.lower()}")
-            elif verb == "suspend":
-                st = backend.suspend(job_id)
+            if verb in ("cancel", "suspend"):
+                st = backend.cancel(job_id) if verb == "cancel" else backend.suspend(job_id)
+                if not st.phase.is_terminal and st.phase.value != "Suspended":
+                    print(
+                        f"error: job {job_id} is still {st.phase.value.lower()}: its supervisor has not stopped "
+                        "it yet (a replica stuck in the kernel?); the request stands, check with: "
+                        f"kubetrain status {job_id}",
+                        file=sys.stderr,
+                    )
+                    failed += 1
+                    continue
                 print(f"job {job_id} {st.phase.value.lower()}")
             elif verb == "resume":
                 backend.resume(job_id)

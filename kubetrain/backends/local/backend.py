@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from ...spec import TrainJob
 
 
+STOP_WAIT = 60.0
+"""Seconds `cancel` and `suspend` wait for the supervisor to report the job stopped (it needs the grace
+period, 5 s, plus the time replicas take to die)."""
 SUPERVISOR_EXIT_WAIT = 20.0
 """Seconds `delete` waits for a stopped job's supervisor to exit (closing its process group can take
 seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
@@ -219,7 +222,9 @@ class LocalBackend:
             return self.status(job_id)
         with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
             os.kill(pid, signal.SIGTERM)
-        return self.wait(job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED)
+        return self.wait(
+            job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED, timeout=STOP_WAIT
+        )
 
     def resume(self, job_id: str, *, detach: bool = True) -> str:
         status = self.status(job_id)
