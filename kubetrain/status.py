@@ -41,6 +41,9 @@ from typing import Any, Self
 REASON_DEBUG_HOLD = "DebugHold"
 #: Reason Kubernetes gives a container killed by the kernel's out-of-memory killer.
 REASON_OOM_KILLED = "OOMKilled"
+#: Reason of a replica that did not fail itself: the backend stopped it (another replica failed, a
+#: cancel, the deadline), as Kubernetes' Job controller deletes the other pods of a failed Job.
+REASON_STOPPED = "Stopped"
 
 
 class JobPhase(enum.StrEnum):
@@ -109,6 +112,9 @@ def describe_exit(exit_code: int | None, signal: int | None, reason: str | None 
         # Kubernetes reports an OOM kill as exit code 137 (128 + SIGKILL); locally we see the signal.
         code = exit_code if exit_code is not None else (128 + signal if signal is not None else None)
         return REASON_OOM_KILLED if code is None else f"{REASON_OOM_KILLED} ({code})"
+    if reason == REASON_STOPPED:
+        how = f"{signal_name(signal)}" if signal is not None else f"exit code {exit_code}"
+        return f"stopped ({how})"
     if signal is not None:
         return f"killed by {signal_name(signal)} ({signal})"
     if exit_code is None:

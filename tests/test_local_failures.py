@@ -68,10 +68,14 @@ def test_a_replica_exiting_3_fails_the_job_naming_replica_and_code(tmp_path: Pat
     assert (failure.role, failure.index, failure.exit_code) == ("worker", 1, 3)
     assert "replica 1 exiting with code 3" in failure.last_lines
     assert status.replica("worker", 1).exit_code == 3  # type: ignore[union-attr]
+    # The other replica did not fail on its own: kubetrain stopped it, and says so.
+    other = status.replica("worker", 0)
+    assert other is not None and (other.reason, other.signal) == ("Stopped", 15)
 
     shown = cli("status", job_id)
     assert shown.returncode == 0
     assert "Failed" in shown.stdout and "worker-1 exited with code 3" in shown.stdout
+    assert "stopped (SIGTERM)" in shown.stdout
 
 
 def test_a_missing_program_fails_with_127_and_says_so(tmp_path: Path) -> None:

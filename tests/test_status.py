@@ -189,6 +189,9 @@ def test_counts_per_role_in_order_of_appearance() -> None:
         (3, None, None, "exit code 3"),
         (None, 9, None, "killed by SIGKILL (9)"),
         (None, 15, None, "killed by SIGTERM (15)"),
+        # Stopped by the backend because another replica failed (or a cancel): not a failure of its own.
+        (None, 15, "Stopped", "stopped (SIGTERM)"),
+        (143, None, "Stopped", "stopped (exit code 143)"),
         (137, None, "OOMKilled", "OOMKilled (137)"),
         (None, 9, "OOMKilled", "OOMKilled (137)"),
         # A container runtime reports death by signal as 128+N; name the likely signal.

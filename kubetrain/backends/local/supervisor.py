@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...restart_policy import RestartRules
-from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
+from ...status import REASON_STOPPED, Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 from .output import OutputSink, iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
 from .store import JobNotFoundError, JobStore, RequestKind
@@ -235,7 +235,8 @@ class Supervisor:
     def plan_keys(self) -> list[str]:
         return [p["key"] for r in self.plan["replicas"] for p in r["processes"]]
 
-    def _record_exit(self, event: ExitEvent) -> None:
+    def _record_exit(self, event: ExitEvent, *, stopped: bool = False) -> None:
+        """Record a replica's exit; ``stopped``: it ended because this supervisor stopped the group."""
         role, index = self._replica_of(event.key)
         code = event.returncode
         # A replica of several processes: its first failure is its outcome (a sibling stopped afterwards
@@ -253,6 +254,7 @@ class Supervisor:
             exit_code=code if code >= 0 else None,
             signal=-code if code < 0 else None,
             finished_at=event.time,
+            reason=REASON_STOPPED if stopped and code != 0 else None,
         )
 
     def _failure(self, group: ProcessGroup, first: ExitEvent) -> JobPhase | None:
@@ -298,7 +300,7 @@ class Supervisor:
 
     def _stop_all(self, group: ProcessGroup) -> None:
         for event in group.terminate(self.grace):
-            self._record_exit(event)
+            self._record_exit(event, stopped=True)
 
     def _deadline(self, group: ProcessGroup) -> JobPhase:
         self._stop_all(group)
