@@ -249,7 +249,7 @@ def test_no_server_when_the_replicas_cannot_share_one(tmp_path: Path) -> None:
         (
             [LaunchSpec(f"w-{i}", [PY, "job.py"], {**os.environ, "PYTHONHASHSEED": str(i)}, str(tmp_path),
                         tmp_path / f"w{i}.log", PRELOAD) for i in range(2)],
-            "variables differ",
+            "start-up variables",
         ),
     ]
     for group_specs, why in cases:
@@ -312,11 +312,23 @@ def test_sigkill_of_the_supervisor_takes_server_and_replicas(tmp_path: Path, kil
     assert wait_until(lambda: not any(alive(p) for p in children), timeout=10)
 
 
-def test_fork_target_and_interpreter_names() -> None:
-    assert fork_target(["python", "train.py", "-x"]) == ["train.py", "-x"]
-    assert fork_target(["python", "-m", "pkg.mod", "a"]) == ["-m", "pkg.mod", "a"]
-    for argv in (["python"], ["python", "-u", "t.py"], ["python", "-c", "pass"], ["python", "-m"], ["python", ""]):
-        assert fork_target(argv) is None, argv
+def test_fork_target_and_interpreter_names(tmp_path: Path) -> None:
+    import zipfile
+
+    (tmp_path / "train.py").write_text("pass\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text("pass\n")
+    with zipfile.ZipFile(tmp_path / "app.pyz", "w") as z:
+        z.writestr("__main__.py", "pass\n")
+    cwd = str(tmp_path)
+    assert fork_target(["python", "train.py", "-x"], cwd) == ["train.py", "-x"]
+    assert fork_target(["python", "-m", "pkg.mod", "a"], cwd) == ["-m", "pkg.mod", "a"]
+    not_forkable = (
+        ["python"], ["python", "-u", "train.py"], ["python", "-c", "pass"], ["python", "-m"], ["python", ""],
+        ["python", "app"], ["python", "app.pyz"], ["python", "missing.py"], ["python", "x.pyc"],
+    )
+    for argv in not_forkable:
+        assert fork_target(argv, cwd) is None, argv
     assert all(is_python(p) for p in ("/usr/bin/python3", "/v/bin/python", "python3.11"))
     assert not any(is_python(p) for p in ("/usr/bin/pythonista", "/bin/sh", "/usr/bin/ipython"))
 
@@ -378,3 +390,169 @@ def test_a_resumed_job_keeps_its_preload(tmp_path: Path) -> None:
     wait_phase(job_id, JobPhase.SUCCEEDED)
     lines_ = [line for lines_of in log_lines(job_id).values() for line in lines_of]
     assert lines_.count("decimal preloaded: True") == 2, lines_
+
+
+# --------------------------------------------------------------------------- what a training script notices
+
+MP_SPAWN = """\
+import multiprocessing as mp
+from dataclasses import dataclass
+
+@dataclass
+class Point:
+    x: int
+
+def make(x):
+    return Point(x)
+
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(1) as pool:
+        print(pool.map_async(make, [3, 4]).get(timeout=60))
+"""
+
+
+def test_spawned_multiprocessing_children_find_the_scripts_classes(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(MP_SPAWN)
+    group_specs = specs(tmp_path, [PY, "job.py"], n=1, preload=("multiprocessing", "decimal"))
+    with ProcessGroup(group_specs) as group:
+        assert run_all(group, timeout=120) == {"w-0": 0}, lines(group_specs[0].log_path)
+        assert group._server is not None
+    assert lines(group_specs[0].log_path, "stdout") == ["[Point(x=3), Point(x=4)]"]
+
+
+def test_every_replica_gets_its_own_random_state(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(
+        "import json, multiprocessing, random, torch\n"
+        "print(json.dumps([torch.initial_seed(), random.random(), multiprocessing.current_process().authkey.hex()]))\n"
+    )
+    group_specs = specs(tmp_path, [PY, "job.py"], preload=("torch", "multiprocessing"))
+    with ProcessGroup(group_specs) as group:
+        assert run_all(group, timeout=120) == {"w-0": 0, "w-1": 0}
+        assert group._server is not None
+    a, b = (json.loads(lines(s.log_path, "stdout")[0]) for s in group_specs)
+    assert all(x != y for x, y in zip(a, b, strict=True)), (a, b)
+
+
+def test_files_held_by_the_scripts_modules_are_flushed_and_daemon_threads_see_no_cleared_module(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "metrics.py").write_text('out = open("metrics.txt", "w")\nout.write("loss 0.1\\n")\n')
+    (tmp_path / "job.py").write_text(
+        textwrap.dedent(
+            """
+            import atexit, math, threading, time
+            import metrics
+
+            def spin():
+                while True:  # busy: it runs while the program ends, as a daemon thread may
+                    math.sqrt(2.0)
+
+            threading.Thread(target=spin, daemon=True).start()
+            big = open("big.txt", "w", buffering=1 << 22)  # its flush at exit takes a while: the thread runs on
+            big.write("x" * (1 << 21))
+            time.sleep(0.05)
+
+            def broken():
+                raise ValueError("handler broke")
+
+            atexit.register(broken)
+            """
+        )
+    )
+    group_specs = specs(tmp_path, [PY, "job.py"], n=1)
+    with ProcessGroup(group_specs) as group:
+        assert run_all(group) == {"w-0": 0}  # an atexit handler's error is reported, not an exit status
+        assert group._server is not None
+    err = "\n".join(lines(group_specs[0].log_path, "stderr"))
+    assert "ValueError: handler broke" in err
+    assert "Exception in thread" not in err
+    assert (tmp_path / "metrics.txt").read_text() == "loss 0.1\n"
+    assert (tmp_path / "big.txt").stat().st_size == 1 << 21
+
+
+def test_ps_shows_the_replicas_command_and_its_escaped_children_die_with_it(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(
+        textwrap.dedent(
+            """
+            import os, sys, time
+            child = os.fork()
+            if child == 0:
+                os.setsid()  # leaves the replica's group: only the tag sweep at its exit finds it
+                time.sleep(300)
+                os._exit(0)
+            with open("child.tmp", "w") as f:
+                f.write(str(child))
+            os.rename("child.tmp", "child")
+            while not os.path.exists("go"):
+                time.sleep(0.01)
+            """
+        )
+    )
+    group_specs = specs(tmp_path, [PY, "job.py", "--steps", "20"], n=1)
+    with ProcessGroup(group_specs) as group:
+        pid = group.start()["w-0"][0]
+        assert group._server is not None
+        assert wait_until(lambda: (tmp_path / "child").exists(), timeout=30)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        assert cmdline == [PY.encode(), b"job.py", b"--steps", b"20"]
+        child = int((tmp_path / "child").read_text())
+        assert alive(child)
+        (tmp_path / "go").touch()
+        events = group.wait_exit(60)
+        assert [(e.key, e.returncode) for e in events] == [("w-0", 0)]
+        assert wait_until(lambda: not alive(child), timeout=10)
+        assert group._server is not None and alive(group._server.pid)  # the sweep spared the server
+
+
+def test_a_wake_while_preloading_starts_the_replicas_without_waiting(tmp_path: Path) -> None:
+    import threading
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "slow.py").write_text("import time\ntime.sleep(120)\n")
+    (tmp_path / "job.py").write_text(PROBE.replace('"decimal"', '"slow"'))
+    group_specs = specs(tmp_path, [PY, "job.py"], n=1, preload=("slow",), PYTHONPATH=str(tmp_path / "mods"))
+    with ProcessGroup(group_specs) as group:
+        threading.Timer(0.5, group.wake).start()
+        started = group.start()  # a Ctrl-C during a long import must not wait for it
+        assert list(started) == ["w-0"]
+        assert group._server is None
+        assert group.wait_exit(60) == []  # the wake is still there for the caller
+        assert run_all_started(group) == {"w-0": 0}
+    assert json.loads(lines(group_specs[0].log_path, "stdout")[0])["preloaded"] is False
+
+
+def run_all_started(group: ProcessGroup) -> dict[str, int]:
+    codes: dict[str, int] = {}
+    while group.running():
+        codes.update((e.key, e.returncode) for e in group.wait_exit(60))
+    return codes
+
+
+def test_a_dead_server_takes_its_replicas_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(300)\n")
+    group_specs = specs(tmp_path, [PY, "job.py"])
+    with ProcessGroup(group_specs) as group:
+        started = group.start()
+        assert group._server is not None
+        os.kill(group._server.pid, signal.SIGKILL)
+        codes = run_all_started(group)
+        assert codes == {"w-0": -signal.SIGKILL, "w-1": -signal.SIGKILL}
+        assert not any(alive(pid) for pid, _ in started.values())
+        assert group.preload_note and "killed by signal 9" in group.preload_note
+        # The next start goes the ordinary way rather than trusting a server that died.
+        group.start()
+        assert group._server is None
+        group.terminate(grace=5)
+    assert any("exit status is lost" in line for line in lines(group_specs[0].log_path, "stderr"))
+
+
+def test_replicas_with_different_omp_settings_do_not_share_a_server(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text("print('ok')\n")
+    group_specs = [
+        LaunchSpec(f"w-{i}", [PY, "job.py"], {**os.environ, "OMP_NUM_THREADS": str(i + 1)}, str(tmp_path),
+                   tmp_path / f"w{i}.log", PRELOAD)
+        for i in range(2)
+    ]
+    with ProcessGroup(group_specs) as group:
+        assert set(run_all(group).values()) == {0}
+        assert group._server is None and group.preload_note and "OMP_" in group.preload_note

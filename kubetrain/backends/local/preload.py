@@ -24,24 +24,32 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 import socket
 import subprocess
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from . import _preload_server
-from ._preload_server import recv_message, send_message
+from ._preload_server import CMDLINE_ROOM, recv_message, send_message
 
 __all__ = ["PreloadError", "PreloadServer", "common_env", "fork_target", "is_python"]
 
 READY_TIMEOUT = 120.0
 """Seconds to wait for the imports; past that the replicas are started the ordinary way."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds a fork or a reap may take before the server is given up for hung (a fork takes milliseconds)."""
 
 _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?$")
 
-# Variables that shape how the interpreter starts: a replica forked from the server inherits the server's
-# interpreter, so these must be the same for every replica (they then are the server's own).
-_INTERPRETER_VARS = re.compile(r"PYTHON\w*|LD_PRELOAD|LD_LIBRARY_PATH|MALLOC_\w+")
+# Variables read when the interpreter or a preloaded library starts (libgomp reads OMP_NUM_THREADS when it
+# is loaded): a replica forked from the server has the server's values, so they must be the same for every
+# replica.
+_INTERPRETER_VARS = re.compile(
+    r"PYTHON\w*|LD_\w+|MALLOC_\w+|OMP_\w+|GOMP_\w+|KMP_\w+|MKL_\w+|OPENBLAS_\w+|LC_\w+|LANG|LANGUAGE"
+)
 
 
 class PreloadError(RuntimeError):
@@ -53,18 +61,26 @@ def is_python(program: str) -> bool:
     return bool(_PYTHON_NAME.fullmatch(os.path.basename(program)))
 
 
-def fork_target(argv: Sequence[str]) -> list[str] | None:
+def fork_target(argv: Sequence[str], cwd: str | None = None) -> list[str] | None:
     """``argv`` after the interpreter when it is ``python SCRIPT ...`` or ``python -m MODULE ...``.
 
     None for anything else: interpreter options (``-u``, ``-X``, ``-c``)
-    change how the interpreter starts, which a forked replica cannot redo.
+    change how the interpreter starts, which a forked replica cannot redo,
+    and a SCRIPT that is not a source file in ``cwd`` (a folder, a zip
+    application, a ``.pyc``, or missing: then Python's own message is wanted).
     """
     if len(argv) < 2:
         return None
     first = argv[1]
     if first == "-m":
         return list(argv[1:]) if len(argv) > 2 and argv[2] else None
-    if not first or first.startswith("-"):
+    if not first or first.startswith("-") or first.endswith((".pyc", ".pyo")):
+        return None
+    path = os.path.join(cwd or os.getcwd(), first)
+    try:
+        if not os.path.isfile(path) or zipfile.is_zipfile(path):
+            return None
+    except OSError:
         return None
     return list(argv[1:])
 
@@ -97,13 +113,17 @@ class PreloadServer:
     imports. Not thread-safe.
     """
 
-    def __init__(self, python: str, modules: tuple[str, ...], popen: subprocess.Popen[bytes], sock: socket.socket):
+    def __init__(
+        self, python: str, modules: tuple[str, ...], popen: subprocess.Popen[bytes], sock: socket.socket, out: int
+    ) -> None:
         self.python = python
         self.modules = modules
         self._popen = popen
         self._sock: socket.socket | None = sock
+        self._out = out
         self.ready = False
-        self.output = ""  #: what the imports printed (shown when they failed)
+        #: What the server set up with; one built for other values cannot serve (see ProcessGroup).
+        self.key: object = None
 
     @classmethod
     def launch(
@@ -116,23 +136,30 @@ class PreloadServer:
     ) -> PreloadServer:
         """Start the server (``prefix``: e.g. setpriv's, so that it dies with the caller)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Its stdout and stderr: a pipe, as the replicas' are (Python caches whether they are seekable at
+        # start-up, and forked replicas inherit that), kept to tell why the server died if it does.
+        out_r, out_w = os.pipe()
         try:
             popen = subprocess.Popen(
-                [*prefix, python, _preload_server.__file__, str(theirs.fileno()), *modules],
+                # The last argument is room for each replica to write its own command line into.
+                [*prefix, python, _preload_server.__file__, str(theirs.fileno()), *modules, " " * CMDLINE_ROOM],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=out_w,
                 env=dict(env),
                 cwd=cwd,
                 start_new_session=True,
             )
         except OSError as e:
             ours.close()
+            os.close(out_r)
             raise PreloadError(f"cannot start {python}: {e.strerror}") from e
         finally:
             theirs.close()
-        return cls(python, modules, popen, ours)
+            os.close(out_w)
+        os.set_blocking(out_r, False)
+        return cls(python, modules, popen, ours, out_r)
 
     @property
     def pid(self) -> int:
@@ -141,40 +168,43 @@ class PreloadServer:
     def alive(self) -> bool:
         return self._sock is not None and self._popen.poll() is None
 
-    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        """Block until the imports are done. Raises PreloadError (and stops the server) if they failed."""
+    def wait_ready(self, timeout: float = READY_TIMEOUT, wake_fd: int = -1) -> bool:
+        """Block until the imports are done; False, at once, if ``wake_fd`` turns readable first (left unread).
+
+        Raises PreloadError (and stops the server) if the imports failed or took over ``timeout`` s.
+        """
         if self.ready:
-            return
+            return True
         sock = self._require()
-        sock.settimeout(timeout)
+        watched = [sock] + ([wake_fd] if wake_fd >= 0 else [])
+        readable, _, _ = select.select(watched, [], [], timeout)
+        if wake_fd in readable:
+            return False
+        if sock not in readable:
+            self.close()
+            raise PreloadError(f"importing {', '.join(self.modules)} took over {timeout:.0f} s")
+        sock.settimeout(REQUEST_TIMEOUT)
         try:
             reply, fds = recv_message(sock)
         except (EOFError, OSError) as e:
-            self.close()
-            raise PreloadError(f"the preload server ended before it was ready ({e})") from e
+            raise self._broken(f"the preload server ended before it was ready ({e})") from e
         finally:
             if self._sock is not None:
                 self._sock.settimeout(None)
         for fd in fds:
             os.close(fd)
         if not reply.get("ok"):
-            self.output = str(reply.get("output", ""))
             self.close()
             raise PreloadError(str(reply.get("error", "the imports failed")).strip())
         self.ready = True
+        return True
 
     def spawn(
         self, target: Sequence[str], env: Mapping[str, str], cwd: str | None, stdout: int, stderr: int
     ) -> Spawned:
         """Fork a replica running ``python TARGET...``; the caller keeps (and closes) ``stdout``/``stderr``."""
-        sock = self._require()
         request = {"op": "spawn", "python": self.python, "target": list(target), "env": dict(env), "cwd": cwd}
-        try:
-            send_message(sock, request, [stdout, stderr])
-            reply, fds = recv_message(sock)
-        except (EOFError, OSError) as e:
-            self.close()
-            raise PreloadError(f"the preload server is gone ({e})") from e
+        reply, fds = self._ask(request, [stdout, stderr])
         if "error" in reply or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
@@ -183,16 +213,41 @@ class PreloadServer:
 
     def reap(self, pid: int) -> int:
         """The return code of replica ``pid``, which has exited (its pidfd was readable). Reaps it."""
-        sock = self._require()
-        try:
-            send_message(sock, {"op": "reap", "pid": pid})
-            reply, fds = recv_message(sock)
-        except (EOFError, OSError) as e:
-            self.close()
-            raise PreloadError(f"the preload server is gone ({e})") from e
+        reply, fds = self._ask({"op": "reap", "pid": pid})
         for fd in fds:
             os.close(fd)
         return int(reply["returncode"])
+
+    def _ask(self, request: Mapping[str, object], fds: Sequence[int] = ()) -> tuple[Any, list[int]]:
+        """One request and its reply. Any failure on the way (a hung or dead server, an interrupt between
+        the two) leaves the protocol out of step, so the server is closed."""
+        sock = self._require()
+        sock.settimeout(REQUEST_TIMEOUT)
+        try:
+            send_message(sock, request, fds)
+            return recv_message(sock)
+        except (EOFError, OSError) as e:
+            raise self._broken(f"the preload server did not answer ({e or type(e).__name__})") from e
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if self._sock is not None:
+                self._sock.settimeout(None)
+
+    def _broken(self, message: str) -> PreloadError:
+        output = self._read_output()
+        self.close()
+        if self._popen.returncode is not None and self._popen.returncode < 0:
+            message += f"; it was killed by signal {-self._popen.returncode}"
+        return PreloadError(message + (f"; it said: {output.strip()[-500:]}" if output.strip() else ""))
+
+    def _read_output(self) -> str:
+        chunks = []
+        with contextlib.suppress(OSError):
+            while self._out >= 0 and (chunk := os.read(self._out, 65536)):
+                chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the server: end of file makes it SIGKILL any replica left, reap, and exit. Idempotent."""
@@ -205,6 +260,9 @@ class PreloadServer:
             with contextlib.suppress(ProcessLookupError):
                 self._popen.kill()
             self._popen.wait()
+        if self._out >= 0:
+            os.close(self._out)
+            self._out = -1
 
     def _require(self) -> socket.socket:
         if self._sock is None:

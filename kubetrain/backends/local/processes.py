@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubetrain.backends.local import _watchdog
+from kubetrain.backends.local._preload_server import TAG_ROOM
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
 from kubetrain.backends.local.output import LineAssembler, LogWriter, OutputSink, append_note
 from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
@@ -297,7 +298,7 @@ class ProcessGroup:
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._watchdog_w = -1
         self._server: PreloadServer | None = None
-        self._server_failed: set[tuple[str, tuple[str, ...]]] = set()
+        self._server_failed: set[object] = set()
         #: Why the last start did not use a preload server although its replicas asked for one.
         self.preload_note: str | None = None
 
@@ -529,8 +530,8 @@ class ProcessGroup:
             except OSError:
                 why_not = f"{s.key}: {s.argv[0]} not found"
                 break
-            if fork_target(s.argv) is None:
-                why_not = f"{s.key}: not `python SCRIPT` or `python -m MODULE`"
+            if fork_target(s.argv, s.cwd) is None:
+                why_not = f"{s.key}: not `python SCRIPT` (a source file) or `python -m MODULE`"
                 break
         python = programs.pop() if len(programs) == 1 else ""
         env = common_env([s.env for s in specs], skip=TAG_VAR)
@@ -539,31 +540,45 @@ class ProcessGroup:
         elif why_not is None and not is_python(python):
             why_not = f"{python} is not a python interpreter"
         elif why_not is None and env is None:
-            why_not = "the replicas' PYTHON* or LD_* variables differ"
+            why_not = "the replicas' start-up variables (PYTHON*, LD_*, OMP_*, locale...) differ"
         if why_not is not None or env is None:
             self.preload_note = why_not
             self._stop_server()
             return None
-        key = (python, modules)
+        cwds = {s.cwd for s in specs}
+        cwd = cwds.pop() if len(cwds) == 1 else None
+        # Everything the server was set up with: a server imported under other values cannot serve.
+        key = (python, modules, cwd, tuple(sorted(env.items())))
         server = self._server
-        if server is not None and (server.python, server.modules) == key and server.alive():
+        if server is not None and server.key == key and server.alive():
             return server
         self._stop_server()
         if key in self._server_failed:
             return None
-        env[TAG_VAR] = add_tag(specs[0].env.get(TAG_VAR), make_tag(self.token, 0))
-        cwds = {s.cwd for s in specs}
+        # Room after the tag: each replica writes its own serial over the server's (see _preload_server).
+        tag = add_tag(specs[0].env.get(TAG_VAR), make_tag(self.token, 0))
+        env[TAG_VAR] = tag + " " * TAG_ROOM
         try:
-            server = PreloadServer.launch(python, modules, env, cwds.pop() if len(cwds) == 1 else None, prefix)
+            server = PreloadServer.launch(python, modules, env, cwd, prefix)
+            server.key = key
             self._server = server
-            server.wait_ready()
+            if not server.wait_ready(wake_fd=self._wake_fd):
+                # Woken (Ctrl-C, cancel) while importing: start the ordinary way, which is quick, and
+                # let the caller's next wait_exit() see the wake and stop them.
+                self._stop_server()
+                return None
         except PreloadError as e:
-            # The replicas then start the ordinary way and meet the same import error themselves.
-            self._server_failed.add(key)
-            self._stop_server()
-            self.preload_note = f"preloading {', '.join(modules)} failed: {str(e).splitlines()[-1]}"
+            self._preload_failed(key, e)
             return None
         return server
+
+    def _preload_failed(self, key: object, error: PreloadError) -> None:
+        """Give up on preloading for this group: the replicas start the ordinary way (and meet an import
+        error themselves)."""
+        self._server_failed.add(key)
+        self._stop_server()
+        lines = str(error).strip().splitlines()
+        self.preload_note = f"preloading failed, replicas start without it: {lines[-1] if lines else error}"
 
     def _server_pids(self) -> list[int]:
         return [self._server.pid] if self._server is not None else []
@@ -589,12 +604,13 @@ class ProcessGroup:
         env[TAG_VAR] = add_tag(spec.env.get(TAG_VAR), make_tag(self.token, r.serial))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        target = fork_target(spec.argv) if server is not None else None
+        target = fork_target(spec.argv, spec.cwd) if server is not None else None
         if server is not None and target is not None:
             try:
                 forked = server.spawn(target, env, spec.cwd, out_w, err_w)
-            except PreloadError:
-                pass  # the ordinary way, below
+            except PreloadError as e:
+                self._preload_failed(server.key, e)  # this one and the rest: the ordinary way
+                server = None
             else:
                 os.close(out_w)
                 os.close(err_w)
@@ -700,9 +716,11 @@ class ProcessGroup:
         if server is not None:
             try:
                 return server.reap(r.pid)
-            except PreloadError:
-                pass
-        # The server died, and its replicas with it (PR_SET_PDEATHSIG): its status is lost with it.
+            except PreloadError as e:
+                self._preload_failed(server.key, e)
+                with contextlib.suppress(KeyError):
+                    self.note(r.spec.key, f"{self.preload_note}; this replica's exit status is lost with it")
+        # The server died, and its replicas with it (PR_SET_PDEATHSIG): their statuses are lost with it.
         return -signal.SIGKILL
 
     def _read(self, r: _Replica, s: _Stream) -> bool:
@@ -764,8 +782,14 @@ class ProcessGroup:
         events, self._pending = self._pending, []
         return events
 
-    @staticmethod
-    def _killpg(r: _Replica, sig: int) -> None:
-        # Only called while the leader is unreaped, so the group id is still ours.
+    def _killpg(self, r: _Replica, sig: int) -> None:
+        # Only called while the leader is unreaped, so the group id is still ours. A forked replica is
+        # the preload server's to reap: once the server is gone, init may have reaped it and its pid be
+        # another's, so only its pidfd (certain to name it) is used.
+        if r.popen is None and (self._server is None or not self._server.alive()):
+            if r.pidfd >= 0:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    signal.pidfd_send_signal(r.pidfd, sig)
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(r.pid, sig)
