@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -556,3 +557,17 @@ def test_replicas_with_different_omp_settings_do_not_share_a_server(tmp_path: Pa
     with ProcessGroup(group_specs) as group:
         assert set(run_all(group).values()) == {0}
         assert group._server is None and group.preload_note and "OMP_" in group.preload_note
+
+
+def test_describe_says_whether_the_replicas_were_forked_and_why_not(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(TORCH_PROBE)
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "broken.py").write_text("raise ImportError('broken on purpose')\n")
+    env = {"PYTHONPATH": str(tmp_path / "mods")}
+    for flags in (["--framework", "pytorch"], ["--preload", "broken"]):
+        result = cli("run", "-q", *flags, "--", "python", "probe.py", cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+    newest_first = cli("list", "-o", "name").stdout.split()
+    failed, forked = (cli("describe", job_id).stdout for job_id in newest_first)
+    assert re.search(r"Preloaded +True +Forked .*replicas forked after importing torch", forked), forked
+    assert re.search(r"Preloaded +False +NotPreloaded .*broken on purpose", failed), failed

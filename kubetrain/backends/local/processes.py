@@ -301,6 +301,8 @@ class ProcessGroup:
         self._server_failed: set[object] = set()
         #: Why the last start did not use a preload server although its replicas asked for one.
         self.preload_note: str | None = None
+        #: The modules the replicas of the last start were forked with; () when spawned the ordinary way.
+        self.preloaded: tuple[str, ...] = ()
 
     @staticmethod
     def _check_specs(specs: Iterable[LaunchSpec]) -> list[LaunchSpec]:
@@ -350,6 +352,7 @@ class ProcessGroup:
             r = self._spawn(spec, log, prefix, server)
             if r.live:
                 started[spec.key] = (r.pid, r.start_time)
+        self.preloaded = server.modules if server is not None and self._server is server else ()
         self._flush()
         return started
 

@@ -79,6 +79,7 @@ class Supervisor:
         self._group: ProcessGroup | None = None
         self._exits: dict[tuple[str, int], dict[str, int]] = {}
         """This attempt's exits per replica: process key → return code."""
+        self._preload_state: tuple[ConditionStatus, str, str] | None = None
         self._log_paths: dict[str, Path] = {}
         self._log_starts: dict[str, int] = {}
         """Process key → size of its log file when this attempt started: where the attempt's output begins."""
@@ -181,6 +182,7 @@ class Supervisor:
         self._log_starts = {key: _file_size(path) for key, path in self._log_paths.items()}
         started = group.start()
         now = time.time()
+        self._report_preload(group, now)
         for key, (pid, _start) in started.items():
             role, index = self._replica_of(key)
             if key.endswith(".0") or "." not in key:
@@ -202,6 +204,19 @@ class Supervisor:
             message=message,
             condition=Condition("Running", ConditionStatus.TRUE, reason, message, now),
         )
+
+    def _report_preload(self, group: ProcessGroup, now: float) -> None:
+        """A condition saying whether the replicas were forked from a preloading server, and if not why;
+        recorded when it changes (so once, unless a restart changed it)."""
+        if not self.plan.get("preload"):
+            return
+        if group.preloaded:
+            state = (ConditionStatus.TRUE, "Forked", f"replicas forked after importing {', '.join(group.preloaded)}")
+        else:
+            state = (ConditionStatus.FALSE, "NotPreloaded", group.preload_note or "replicas started the ordinary way")
+        if state != self._preload_state:
+            self._preload_state = state
+            self.store.add_condition(self.job_id, Condition("Preloaded", *state, now))
 
     def _watch(self, group: ProcessGroup, started_at: float) -> JobPhase | None:
         """Until the attempt ends. None: restart the group; else the final phase."""
