@@ -544,7 +544,8 @@ def test_a_dead_server_takes_its_replicas_and_says_so(tmp_path: Path) -> None:
         group.start()
         assert group._server is None
         group.terminate(grace=5)
-    assert any("exit status is lost" in line for line in lines(group_specs[0].log_path, "stderr"))
+    for s in group_specs:
+        assert any("exit status is lost" in line for line in lines(s.log_path, "stderr")), s.key
 
 
 def test_replicas_with_different_omp_settings_do_not_share_a_server(tmp_path: Path) -> None:

@@ -721,9 +721,10 @@ class ProcessGroup:
                 return server.reap(r.pid)
             except PreloadError as e:
                 self._preload_failed(server.key, e)
-                with contextlib.suppress(KeyError):
-                    self.note(r.spec.key, f"{self.preload_note}; this replica's exit status is lost with it")
         # The server died, and its replicas with it (PR_SET_PDEATHSIG): their statuses are lost with it.
+        with contextlib.suppress(KeyError):
+            why = self.preload_note or "the preload server is gone"
+            self.note(r.spec.key, f"{why}; this replica died with it and its exit status is lost")
         return -signal.SIGKILL
 
     def _read(self, r: _Replica, s: _Stream) -> bool:
