@@ -54,6 +54,12 @@ under 20 ms (most of it the replica's own interpreter shutdown), and
 ``terminate()`` has every other replica stopped and reaped, output written,
 10-30 ms after that exit.
 
+Replicas that ask for a preload (:attr:`LaunchSpec.preload`) are forked by a
+preloading server instead (``preload.py``, ``_preload_server.py``) when they
+can share one; the paths above hold for them too: each leads its own session,
+dies with the server (which dies with the supervisor), carries its own tag,
+and is reaped by the server only when this group asks, after its exit was seen.
+
 Every replica gets one variable added to its environment,
 ``KUBETRAIN_LOCAL_TAG``. Known gaps, all outside what a process group can
 see: a descendant that clears its environment (``env -i``) or runs set-uid
