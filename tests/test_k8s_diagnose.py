@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from test_k8s_support import Cluster, emulated, job_doc, now  # noqa: F401
 
-from kubetrain.backends.kubernetes.diagnose import from_pods, unschedulable_hint
+from kubetrain.backends.kubernetes.diagnose import MAX_EVENT_READS, from_pods, unschedulable_hint
 from kubetrain.spec import from_dict
 from kubetrain.status import JobPhase
 
@@ -52,8 +52,22 @@ def test_mount_failures_come_from_the_pod_events(emulated: Cluster) -> None:
     [d] = diagnoses
     assert d.cause == "Mount" and d.replicas == ["worker-1"]
     assert 'persistentvolumeclaim "datasets" not found' in d.message and "spec.mounts" in d.hint
-    event_reads = emu.count_requests("GET", "/events$")
-    assert 1 <= event_reads <= 2  # at most two stuck pods are asked about
+    assert emu.count_requests("GET", "/events$") == 2  # both stuck pods are asked about
+
+
+def test_events_are_read_for_at_most_a_few_stuck_pods(emulated: Cluster) -> None:
+    # A job of many replicas stuck creating must not cost an events request per pod on every status.
+    emu = emulated.emu
+    assert emu is not None
+    b, pods = _submit(emulated, "many", replicas=5)
+    for pod in pods:
+        emu.set_pod_phase("default", pod, "Pending")
+        emu.add_event(emu.get("pods", pod), "FailedMount", 'persistentvolumeclaim "datasets" not found',
+                      type="Warning")
+    emu.clear_requests()
+    causes = {d.cause for d in b.describe("many").diagnoses}
+    assert causes == {"Mount"}
+    assert emu.count_requests("GET", "/events$") == MAX_EVENT_READS
 
 
 def test_missing_secret_is_a_container_config_error(emulated: Cluster) -> None:

