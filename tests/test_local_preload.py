@@ -70,8 +70,13 @@ def specs(
 
 
 def run_all(group: ProcessGroup, timeout: float = 60) -> dict[str, int]:
-    codes: dict[str, int] = {}
+    """Start the group and pump it until every replica has exited; key -> return code."""
     group.start()
+    return run_all_started(group, timeout)
+
+
+def run_all_started(group: ProcessGroup, timeout: float = 60) -> dict[str, int]:
+    codes: dict[str, int] = {}
     while group.running():
         events: list[ExitEvent] = group.wait_exit(timeout)
         assert events, "timed out"
@@ -520,13 +525,6 @@ def test_a_wake_while_preloading_starts_the_replicas_without_waiting(tmp_path: P
         assert group.wait_exit(60) == []  # the wake is still there for the caller
         assert run_all_started(group) == {"w-0": 0}
     assert json.loads(lines(group_specs[0].log_path, "stdout")[0])["preloaded"] is False
-
-
-def run_all_started(group: ProcessGroup) -> dict[str, int]:
-    codes: dict[str, int] = {}
-    while group.running():
-        codes.update((e.key, e.returncode) for e in group.wait_exit(60))
-    return codes
 
 
 def test_a_dead_server_takes_its_replicas_and_says_so(tmp_path: Path) -> None:
