@@ -16,6 +16,7 @@ import pytest
 from test_render_support import (
     SHELL_NOISE,
     SHELLS,
+    expand,
     kubelet_env,
     main_container,
     make_job,
@@ -158,6 +159,66 @@ def test_hostile_text_is_never_run(tmp_path: Path) -> None:
     for flavor in ("job", "jobset", "volcano"):
         assert check_parity(job, flavor, tmp_path=tmp_path) == 2
     assert not canary.exists()
+
+
+ALL_FLAVORS = ("job", "jobset", "volcano", "kubeflow")
+
+
+def test_argv_arrives_as_given_although_the_kubelet_expands_args(tmp_path: Path) -> None:
+    """`$(X)`, `$$(X)` and `$$5` in the program's argv are the user's text: the kubelet must not expand
+    them (it would give `xval`, `$(X)`, `$5`). The local run is the reference."""
+    job = make_job({"framework": "pytorch", "replicas": 2, "env": {"X": "xval"},
+                    "run": {"python": ["pr.py", "$(X)", "$$(X)", "cost $$5", "$(RANK)", "$"]}})
+    for flavor in ALL_FLAVORS:
+        assert check_parity(job, flavor, tmp_path=tmp_path) == 2
+
+
+def test_a_later_variable_with_a_quote_does_not_break_the_start_up_script(tmp_path: Path) -> None:
+    """`$(LATER)` is not defined before AB_C, so it stays literal in AB_C (Kubernetes' rule). The kubelet
+    used to substitute LATER's value (with its `'`) into the start-up script: `Unterminated quoted string`."""
+    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py"]},
+                    "env": [{"name": "AB_C", "value": "tag-$(RANK)-$(LATER)"},
+                            {"name": "LATER", "value": "it's later"}]})
+    for flavor in ALL_FLAVORS:
+        assert check_parity(job, flavor, tmp_path=tmp_path) == 2
+
+
+@pytest.mark.parametrize("flavor", ALL_FLAVORS)
+def test_a_secret_value_is_never_run_as_shell(flavor: str, tmp_path: Path) -> None:
+    """An escaped `$$(DB_PASSWORD)` in a per-replica value is literal text. The kubelet used to expand it
+    inside the start-up script's quotes, so a Secret holding `'; touch x; echo '` ran `touch`."""
+    canary = tmp_path / "pwned"
+    secret = f"'; touch {canary}; echo '$(RANK)`touch {canary}`"
+    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py", "$(DB_PASSWORD)"]},
+                    "env": [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
+                            {"name": "AB_C", "value": "literal $$(DB_PASSWORD) for rank $(RANK)"},
+                            {"name": "PLAIN", "value": "pw=$(DB_PASSWORD)"}]})
+    rendered = render_manifests(job, flavor)
+    for role, template in pod_templates(rendered.objects).items():
+        container = main_container(template)
+        index = 1 if role == "worker" else 0
+        engine, fields = engine_env(flavor, role, index)
+        env = kubelet_env(container, fields, engine, secrets={("db", "pw"): secret})
+        code, seen, err = run_container(container, env)
+        assert code == 0, err
+        assert seen is not None
+        rank = "1" if role == "worker" and flavor != "kubeflow" else seen["env"]["RANK"]
+        assert seen["env"]["AB_C"] == f"literal $(DB_PASSWORD) for rank {rank}"
+        assert seen["env"]["DB_PASSWORD"] == secret
+        assert seen["env"]["PLAIN"] == f"pw={secret}"  # a plain reference is the Secret's value, as text
+        assert seen["argv"] == ["python", "train.py", "$(DB_PASSWORD)"]
+    assert not canary.exists()
+
+
+def test_git_sync_arguments_are_not_expanded() -> None:
+    job = make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["true"]},
+                    "mounts": [{"type": "gitSync", "repository": "https://example.com/$(GITSYNC_PASSWORD).git",
+                                "dst": "/src", "passwordSecret": "git"}]})
+    template = pod_templates(render_manifests(job, "job").objects)["worker"]
+    init = template["spec"]["initContainers"][0]
+    env = {"GITSYNC_PASSWORD": "hunter2"}
+    repo = next(expand(a, env) for a in init["args"] if a.startswith("--repo="))
+    assert repo == "--repo=https://example.com/$(GITSYNC_PASSWORD).git"
 
 
 def test_a_bad_index_fails_loudly() -> None:

@@ -1,5 +1,6 @@
 """Helpers shared by the render tests: find pod templates in any flavor's objects, and run a container
-the way the kubelet would (its env list with `$(VAR)` expansion, its command in a real POSIX shell).
+the way the kubelet would (its env list with `$(VAR)` expansion, then its command and args expanded
+against that env, then the command in a real POSIX shell).
 
 The few tests here check the helpers themselves, so the tests built on them can be trusted.
 """
@@ -79,16 +80,22 @@ def expand(raw: str, env: Mapping[str, str]) -> str:
 
 
 def kubelet_env(container: Manifest, pod_fields: Mapping[str, str], engine: Mapping[str, str],
-                appended: Mapping[str, str] | None = None) -> dict[str, str]:
+                appended: Mapping[str, str] | None = None,
+                secrets: Mapping[tuple[str, str], str] | None = None) -> dict[str, str]:
     """The environment the kubelet gives `container`: what the engine injects (JOB_COMPLETION_INDEX,
     VK_TASK_INDEX, ...), then the env list in order, each value expanded against the ones before, then
-    what an operator appends to the list (the training operator's MASTER_ADDR, RANK, ...: last wins)."""
+    what an operator appends to the list (the training operator's MASTER_ADDR, RANK, ...: last wins).
+    `secrets`: (Secret name, key) → value, for `secretKeyRef`s."""
     env = dict(engine)
     for item in container.get("env", []):
+        source = item.get("valueFrom", {})
         if "value" in item:
             env[item["name"]] = expand(item["value"], env)
-        elif "valueFrom" in item and "fieldRef" in item["valueFrom"]:
-            env[item["name"]] = pod_fields[item["valueFrom"]["fieldRef"]["fieldPath"]]
+        elif "fieldRef" in source:
+            env[item["name"]] = pod_fields[source["fieldRef"]["fieldPath"]]
+        elif "secretKeyRef" in source and secrets is not None:
+            ref = source["secretKeyRef"]
+            env[item["name"]] = secrets[(ref["name"], ref["key"])]
         else:
             raise AssertionError(f"test helper cannot resolve {item}")
     env.update(appended or {})
@@ -105,10 +112,13 @@ def run_container(
     cwd: Path | None = None,
 ) -> tuple[int, dict[str, Any] | None, str]:
     """Run the container's command + args with `env`, its program replaced by one that prints its argv
-    and env. Returns (exit code, what the program saw or None, stderr)."""
-    command = list(container["command"])
+    and env. Returns (exit code, what the program saw or None, stderr).
+
+    As the kubelet does, `$(VAR)` in command and args is expanded against the container's env (every
+    variable of it, not only earlier ones) before the shell sees them."""
+    command = [expand(word, env) for word in container["command"]]
     assert command[:2] == ["/bin/sh", "-c"]
-    args = list(container.get("args", []))
+    args = [expand(word, env) for word in container.get("args", [])]
     argv = [shutil.which(shell) or shell, *command[1:], *(program or [sys.executable, "-c", DUMP]), *args]
     run_env = dict(env)
     path = os.environ.get("PATH", "")
@@ -133,6 +143,16 @@ def test_kubelet_env_expands_against_earlier_variables_only() -> None:
     container = {"env": [{"name": "B", "value": "$(A)/$(C)"}, {"name": "A", "value": "1"},
                          {"name": "C", "value": "$(A)"}]}
     assert kubelet_env(container, {}, {}) == {"B": "$(A)/$(C)", "A": "1", "C": "1"}
+
+
+def test_run_container_expands_command_and_args_as_the_kubelet_does() -> None:
+    """The stand-in must expand what the kubelet expands, or tests of the escaping would prove nothing."""
+    container = {"command": ["/bin/sh", "-c", 'echo "$0:$(X)" >&2; exec "$@"', "kubetrain"],
+                 "args": ["$(X)", "$$(X)", "$(NOPE)"]}
+    code, seen, err = run_container(container, {"X": "xval"})
+    assert code == 0 and seen is not None
+    assert seen["argv"] == ["xval", "$(X)", "$(NOPE)"]
+    assert err.strip() == "kubetrain:xval"
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kube_emulator import KubeEmulator
 from kubernetes import client as k8s
+from test_render_support import expand
 
 from kubetrain import load
 from kubetrain.backends.kubernetes.render import render_manifests
@@ -393,7 +394,8 @@ def container_env(pod: dict[str, Any]) -> dict[str, str]:
         elif "job-completion-index" in json.dumps(var.get("valueFrom")):
             env[var["name"]] = pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
     dump = [sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
-    out = subprocess.run([*container["command"], *dump], env=env, capture_output=True, text=True, check=True)
+    command = [expand(word, env) for word in container["command"]]  # the kubelet's `$(VAR)` expansion
+    out = subprocess.run([*command, *dump], env=env, capture_output=True, text=True, check=True)
     result: dict[str, str] = json.loads(out.stdout)
     return result
 

@@ -23,6 +23,7 @@ from .entrypoint import (
     DEBUG_DIR_ENV,
     Mode,
     is_shell_name,
+    kube_escape,
     kube_refs,
     kube_value_expr,
     script,
@@ -76,7 +77,8 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
         container["imagePullPolicy"] = settings.image_pull_policy
     container["command"] = entry.command()
     if view.argv is not None:
-        container["args"] = list(view.argv)
+        # The program's argv exactly as given: the kubelet would otherwise expand `$(VAR)` and `$$` in it.
+        container["args"] = [kube_escape(arg) for arg in view.argv]
     if settings.working_dir:
         container["workingDir"] = settings.working_dir
     container["env"] = env

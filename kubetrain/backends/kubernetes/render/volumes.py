@@ -32,7 +32,7 @@ from ....spec.mounts import (
 )
 from ..names import child_name
 from .context import FILES_DIR, Ctx, RoleView
-from .entrypoint import DEBUG_DIR
+from .entrypoint import DEBUG_DIR, kube_escape
 
 SHM_VOLUME = "dshm"
 FILES_VOLUME = "kubetrain-files"
@@ -162,7 +162,7 @@ def _git_sync(ctx: Ctx, mount: GitSyncMount, volume: str, n: int) -> dict[str, A
     container: dict[str, Any] = {
         "name": f"git-sync-{n}",
         "image": ctx.options.git_sync_image,
-        "args": args,
+        "args": [kube_escape(arg) for arg in args],  # a URL's `$(...)` must not be expanded
         "volumeMounts": [{"name": volume, "mountPath": GIT_ROOT}],
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }
