@@ -41,7 +41,7 @@ from test_k8s_support import FLAVORS, Controllers, job_doc  # noqa: E402
 from kubetrain.backends.kubernetes.backend import KubernetesBackend  # noqa: E402
 from kubetrain.backends.kubernetes.client import RetryPolicy  # noqa: E402
 from kubetrain.backends.local.output import OutputSink  # noqa: E402
-from kubetrain.spec import from_dict  # noqa: E402
+from kubetrain.jobspec import from_dict  # noqa: E402
 
 REPLICAS = 2
 

@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubetrain.backends.kubernetes.render import FLAVORS, render, to_yaml
-from kubetrain.spec import TrainJob, from_dict
+from kubetrain.jobspec import TrainJob, from_dict
 
 IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
 GOAL_REPLICAS, GOAL_MS, GOAL_BYTES = 1000, 20.0, 10_000

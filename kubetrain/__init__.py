@@ -9,8 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .plan import Plan, plan
-    from .spec import (
+    from .jobspec import (
         DistributedConfig,
         JobSpec,
         Metadata,
@@ -24,21 +23,22 @@ if TYPE_CHECKING:
         load_file,
         load_text,
     )
+    from .plan import Plan, plan
     from .status import JobPhase, JobStatus
 
 _EXPORTS = {
-    "TrainJob": "spec",
-    "JobSpec": "spec",
-    "Metadata": "spec",
-    "RoleSpec": "spec",
-    "Run": "spec",
-    "Resources": "spec",
-    "RunPolicy": "spec",
-    "DistributedConfig": "spec",
-    "SpecError": "spec",
-    "load_file": "spec",
-    "load_text": "spec",
-    "from_dict": "spec",
+    "TrainJob": "jobspec",
+    "JobSpec": "jobspec",
+    "Metadata": "jobspec",
+    "RoleSpec": "jobspec",
+    "Run": "jobspec",
+    "Resources": "jobspec",
+    "RunPolicy": "jobspec",
+    "DistributedConfig": "jobspec",
+    "SpecError": "jobspec",
+    "load_file": "jobspec",
+    "load_text": "jobspec",
+    "from_dict": "jobspec",
     "plan": "plan",
     "Plan": "plan",
     "JobStatus": "status",
@@ -76,7 +76,7 @@ def __getattr__(name: str) -> Any:
 
 def load(path: str, *, overrides: list[str] | None = None) -> TrainJob:
     """Read a TrainJob YAML file (templates resolved, `--set`-style overrides applied, validated)."""
-    from .spec import load_file
+    from .jobspec import load_file
 
     return load_file(path, overrides=overrides or [])
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, WireContext, local_topology, resolve
+from .jobspec import JobSpec, ReplicaSettings, TrainJob
+from .jobspec.frameworks import Framework
 from .restart_policy import RestartRules
-from .spec import JobSpec, ReplicaSettings, TrainJob
-from .spec.frameworks import Framework
 
 FILES_DIR_PLACEHOLDER = "/etc/kubetrain"
 """Where replicas find the job's files (hostfiles) when the backend does not say otherwise."""

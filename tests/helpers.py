@@ -25,7 +25,7 @@ import yaml
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.output import iter_log
-from kubetrain.spec import TrainJob, from_dict
+from kubetrain.jobspec import TrainJob, from_dict
 from kubetrain.status import JobPhase, JobStatus
 
 ROOT = Path(__file__).resolve().parents[1]

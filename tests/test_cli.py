@@ -31,7 +31,7 @@ from helpers import (
 )
 
 from kubetrain.cli.main import build_parser, main
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase, JobStatus
 
 pytestmark = pytest.mark.timeout(120)

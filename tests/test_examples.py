@@ -15,9 +15,9 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from kubetrain.jobspec import JobSpec, Metadata, TrainJob, from_dict, load_file
+from kubetrain.jobspec.mounts import MOUNT_TYPES
 from kubetrain.plan import Plan, plan
-from kubetrain.spec import JobSpec, Metadata, TrainJob, from_dict, load_file
-from kubetrain.spec.mounts import MOUNT_TYPES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 JOB_FILES = sorted(EXAMPLES.glob("*/job.yaml"))

@@ -12,7 +12,7 @@ from test_k8s_support import FAST_RETRY, job_doc
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
 from kubetrain.backends.kubernetes.capabilities import FlavorUnavailable
 from kubetrain.backends.kubernetes.client import JOBS, ApiError, ConfigError, Kube, RetryPolicy, connect
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 
 if TYPE_CHECKING:
     from kube_emulator import KubeEmulator
@@ -138,7 +138,7 @@ def test_auto_flavor_prefers_jobset_and_kubeflow_kinds_are_checked(kube_emulator
 @pytest.mark.kube_crds("jobsets.jobset.x-k8s.io")
 def test_a_spec_the_chosen_flavor_cannot_express_is_refused_before_sending(kube_emulator: KubeEmulator,
                                                                           kube_config_file: Path) -> None:
-    from kubetrain.spec import SpecError
+    from kubetrain.jobspec import SpecError
 
     b = KubernetesBackend(kubeconfig=kube_config_file, retry=FAST_RETRY)
     job = from_dict(job_doc("gang", scheduling={"gang": True}))

@@ -11,7 +11,7 @@ import pytest
 from test_k8s_support import Cluster, emulated, job_doc, now  # noqa: F401
 
 from kubetrain.backends.kubernetes.diagnose import MAX_EVENT_READS, from_pods, unschedulable_hint
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 
 

@@ -17,7 +17,7 @@ from test_k8s_support import Cluster, emulated, job_doc  # noqa: F401
 from kubetrain.backends.kubernetes.client import KubernetesError
 from kubetrain.backends.kubernetes.logs import parse_line
 from kubetrain.backends.local.output import LogRecord, OutputSink
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 
 
 def _start(c: Cluster, name: str, replicas: int = 2, flavor: str = "job", **spec: Any) -> tuple[Any, dict[str, str]]:

@@ -18,7 +18,7 @@ from test_k8s_support import Cluster, emulated, job_doc  # noqa: F401
 from kubetrain.backends.kubernetes.backend import JobNotFound, RunResult
 from kubetrain.backends.kubernetes.client import KubernetesError
 from kubetrain.backends.local.output import OutputSink
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase, format_table
 
 

@@ -16,7 +16,7 @@ from test_k8s_support import FAST_RETRY, Cluster, cluster, emulated, job_doc  # 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
 from kubetrain.backends.kubernetes.client import ConnectionLost, Kube
 from kubetrain.backends.kubernetes.submit import NameTaken, SubmitError
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 
 if TYPE_CHECKING:
     from kube_emulator import KubeEmulator

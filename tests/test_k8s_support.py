@@ -27,7 +27,7 @@ from manifest_schemas import validate_manifest
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
 from kubetrain.backends.kubernetes.capabilities import FlavorUnavailable
 from kubetrain.backends.kubernetes.client import RetryPolicy
-from kubetrain.spec import TrainJob, from_dict
+from kubetrain.jobspec import TrainJob, from_dict
 from kubetrain.status import JobStatus
 
 if TYPE_CHECKING:

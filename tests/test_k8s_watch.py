@@ -14,7 +14,7 @@ from test_k8s_support import Cluster, emulated, job_doc, now  # noqa: F401
 
 from kubetrain.backends.kubernetes.client import JOBS, PODS
 from kubetrain.backends.kubernetes.watch import JobWatch
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase, JobStatus
 
 

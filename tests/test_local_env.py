@@ -34,7 +34,7 @@ def test_a_job_whose_supervisor_died_before_starting_replicas_is_failed_not_pend
     import sys
 
     from kubetrain.backends.local.backend import LocalBackend
-    from kubetrain.spec import from_dict
+    from kubetrain.jobspec import from_dict
     from kubetrain.status import JobPhase
 
     job = from_dict({"metadata": {"name": "lost"}, "spec": {"run": {"exec": ["true"]}, "replicas": 1}})

@@ -140,7 +140,7 @@ def test_pytorch_ranks_across_roles_with_procs_per_replica() -> None:
 def test_pytorch_ranks_when_roles_differ_in_procs_per_replica() -> None:
     """A master with 1 process and workers with 2 each: either the spec refuses it, or the ranks are
     0..N-1 with one WORLD_SIZE — a rank gap or two world sizes hang init_process_group."""
-    from kubetrain.spec import SpecError
+    from kubetrain.jobspec import SpecError
 
     try:
         p = make_plan(

@@ -8,7 +8,7 @@ import pytest
 from manifest_schemas import assert_valid
 
 from kubetrain.backends.kubernetes.render import render
-from kubetrain.spec import from_dict
+from kubetrain.jobspec import from_dict
 
 
 def job(**spec: Any) -> Any:

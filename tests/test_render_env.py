@@ -26,8 +26,8 @@ from test_render_support import (
 
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.frameworks import resolve
+from kubetrain.jobspec import TrainJob
 from kubetrain.plan import plan
-from kubetrain.spec import TrainJob
 
 ENGINE_INDEX = {"job": "JOB_COMPLETION_INDEX", "jobset": "JOB_COMPLETION_INDEX", "volcano": "VK_TASK_INDEX"}
 KUBEFLOW_INDEX = "metadata.labels['training.kubeflow.org/replica-index']"

@@ -10,7 +10,7 @@ from manifest_schemas import assert_valid
 from test_render_support import main_container, make_job, pod_specs, pod_templates
 
 from kubetrain.backends.kubernetes.render import FLAVORS, render, render_manifests
-from kubetrain.spec import DistributedConfig, SpecError
+from kubetrain.jobspec import DistributedConfig, SpecError
 
 Manifest = dict[str, Any]
 

@@ -21,7 +21,7 @@ from kubetrain.backends.kubernetes.render import (
     to_json,
     to_yaml,
 )
-from kubetrain.spec import DistributedConfig, SpecError, TrainJob, load_file
+from kubetrain.jobspec import DistributedConfig, SpecError, TrainJob, load_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/job.yaml"))

@@ -14,7 +14,7 @@ import yaml
 from manifest_schemas import assert_valid
 
 from kubetrain.backends.kubernetes.render import render, to_yaml
-from kubetrain.spec import load_file
+from kubetrain.jobspec import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "render"

@@ -10,7 +10,7 @@ import pytest
 from test_render_support import make_job
 
 from kubetrain.backends.kubernetes.render import ETCD_MAX_BYTES, FLAVORS, render, to_yaml
-from kubetrain.spec import SpecError, TrainJob
+from kubetrain.jobspec import SpecError, TrainJob
 
 
 def ddp(replicas: int, **spec: Any) -> TrainJob:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.spec import TrainJob, from_dict
+from kubetrain.jobspec import TrainJob, from_dict
 
 Manifest = dict[str, Any]
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from kubetrain.backends.kubernetes.names import label_value as render_label_value
 from kubetrain.backends.kubernetes.render import render_manifests
+from kubetrain.jobspec import TrainJob
 from kubetrain.plan import Plan, plan
 from kubetrain.resolver import (
     ClusterSpec,
@@ -33,9 +34,8 @@ from kubetrain.resolver import (
     local_accelerators,
     resolve_output,
 )
+from kubetrain.resolver.apiserver import label_value
 from kubetrain.resolver.env import main as resolve_main
-from kubetrain.resolver.kubernetes import label_value
-from kubetrain.spec import TrainJob
 from kubetrain.status import JobPhase
 
 

@@ -19,8 +19,8 @@ from test_render_support import expand
 from kubetrain import load
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.resolver import ClusterSpec, EnvClusterResolver, KubernetesClusterResolver
+from kubetrain.resolver.apiserver import DEFAULT_MAPPING, PodInfo, count_accelerators
 from kubetrain.resolver.env import main as resolve_main
-from kubetrain.resolver.kubernetes import DEFAULT_MAPPING, PodInfo, count_accelerators
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "default"

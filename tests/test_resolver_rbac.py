@@ -15,9 +15,9 @@ from manifest_schemas import validate_manifest
 
 from kubetrain.backends.kubernetes.render import job as job_flavor
 from kubetrain.backends.kubernetes.render import render_manifests
+from kubetrain.jobspec import from_dict
 from kubetrain.plan import replica_counts
 from kubetrain.resolver import RESOLVER_RULES, KubernetesClusterResolver, rbac_manifest, rbac_objects
-from kubetrain.spec import from_dict
 
 NS = "default"
 

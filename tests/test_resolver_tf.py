@@ -23,9 +23,9 @@ from helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
 from kube_emulator import KubeEmulator
 from kubernetes import client as k8s
 
+from kubetrain.jobspec import from_dict
 from kubetrain.plan import plan
 from kubetrain.resolver import ClusterSpec, EnvClusterResolver, KubernetesClusterResolver
-from kubetrain.spec import from_dict
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(300)]
 

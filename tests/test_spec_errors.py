@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.spec import FieldError, SpecError, format_path, from_dict, load_file
+from kubetrain.jobspec import FieldError, SpecError, format_path, from_dict, load_file
 
 HEADER = "apiVersion: kubetrain.dev/v1alpha1\nkind: TrainJob\n"
 RUN = 'run: {python: [train.py, --steps, "20"]}'

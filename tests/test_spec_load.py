@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetrain.spec import SpecError, TrainJob, from_dict, load_all_files, load_file, load_text
+from kubetrain.jobspec import SpecError, TrainJob, from_dict, load_all_files, load_file, load_text
 
 # The smallest useful job. Other tools and docs rely on these exact field names: never rename them.
 CONTRACT = """\

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes.client import V1Affinity, V1EnvVar, V1NodeAffinity, V1Toleration
 
-from kubetrain.spec import (
+from kubetrain.jobspec import (
     ROLES,
     DistributedConfig,
     Framework,

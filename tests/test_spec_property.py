@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kubetrain.spec import SpecError, TrainJob, from_dict, load_text
+from kubetrain.jobspec import SpecError, TrainJob, from_dict, load_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_TEXTS = {p.parent: p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.glob("*/job.yaml"))}

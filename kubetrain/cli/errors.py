@@ -23,7 +23,7 @@ class CliError(Exception):
 def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     from ..backends.local.backend import LocalError
     from ..backends.local.store import StoreError
-    from ..spec.errors import SpecError
+    from ..jobspec.errors import SpecError
 
     try:
         return handler(args)

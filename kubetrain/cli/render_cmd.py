@@ -8,7 +8,7 @@ import sys
 
 def render(args: argparse.Namespace) -> int:
     from ..backends.kubernetes.render import dump, render_job
-    from ..spec import load_file
+    from ..jobspec import load_file
 
     job = load_file(args.file, overrides=args.overrides)
     objects, warnings = render_job(job, args.flavor, args.namespace)

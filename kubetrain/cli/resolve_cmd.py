@@ -8,7 +8,7 @@ import sys
 
 def rbac(args: argparse.Namespace) -> int:
     from ..backends.kubernetes.render import dump, render_manifests
-    from ..spec import load_file
+    from ..jobspec import load_file
 
     job = load_file(args.file, overrides=args.overrides)
     rendered = render_manifests(job, "job", args.namespace, api_access=True)

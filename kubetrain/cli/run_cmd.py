@@ -13,7 +13,7 @@ from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 from .output import emit, say
 
 if TYPE_CHECKING:
-    from ..spec import TrainJob
+    from ..jobspec import TrainJob
 
 
 def quick_document(args: argparse.Namespace) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def preload_modules(text: str | None) -> list[str] | None:
 
 
 def load_job(args: argparse.Namespace) -> tuple[TrainJob, Path]:
-    from ..spec import from_dict, load_file
+    from ..jobspec import from_dict, load_file
 
     if args.file and args.command:
         raise CliError("give a job file or a program after --, not both", EXIT_USAGE)

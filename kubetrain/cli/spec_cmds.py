@@ -10,7 +10,7 @@ from .output import say
 
 
 def validate(args: argparse.Namespace) -> int:
-    from ..spec import SpecError, load_all_files
+    from ..jobspec import SpecError, load_all_files
 
     failed = 0
     for path in args.files:
@@ -32,7 +32,7 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def explain(args: argparse.Namespace) -> int:
-    from ..spec.schema import explain as explain_field
+    from ..jobspec.schema import explain as explain_field
 
     doc = explain_field(args.field)
     lines = [f"FIELD:    {doc.path} <{doc.type}>"]
@@ -52,7 +52,7 @@ def explain(args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
-    from ..spec.schema import full_json_schema
+    from ..jobspec.schema import full_json_schema
 
     print(json.dumps(full_json_schema(), indent=2))
     return 0

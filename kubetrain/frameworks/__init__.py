@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..spec import Framework
+from ..jobspec import Framework
 from . import deepspeed, generic, jax, mpi, pytorch, tensorflow
 from .common import ProcessWiring, RoleWiring, WireContext
 from .topology import Topology, local_topology

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..spec import JobSpec, ReplicaSettings, Run
+from ..jobspec import JobSpec, ReplicaSettings, Run
 from .topology import Topology
 from .values import Idx, Value
 

@@ -17,9 +17,9 @@ See docs/resolver.md.
 
 from __future__ import annotations
 
+from .apiserver import KubernetesClusterResolver, PodInfo, count_accelerators, kubetrain_mapping
 from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, format_master_url
 from .env import FORMATS, EnvClusterResolver, JaxDist, TorchDist, local_accelerators, resolve_output
-from .kubernetes import KubernetesClusterResolver, PodInfo, count_accelerators, kubetrain_mapping
 from .rbac import RESOLVER_RULES, rbac_manifest, rbac_objects, resolver_object_name
 
 __all__ = [

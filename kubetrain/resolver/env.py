@@ -388,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolver: ClusterResolver
         if args.source == "kubernetes":
-            from .kubernetes import KubernetesClusterResolver
+            from .apiserver import KubernetesClusterResolver
 
             resolver = KubernetesClusterResolver(namespace=args.namespace)
         else:

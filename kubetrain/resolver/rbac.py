@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from .kubernetes import JOB_LABEL, label_value
+from .apiserver import JOB_LABEL, label_value
 
 __all__ = ["RESOLVER_RULES", "rbac_manifest", "rbac_objects", "resolver_object_name"]
 

@@ -62,7 +62,7 @@ from .submit import (
 from .watch import JobWatch
 
 if TYPE_CHECKING:
-    from ...spec import TrainJob
+    from ...jobspec import TrainJob
     from .render import Rendered
 
 #: Lines of a failed replica's output shown with the failure.
@@ -239,7 +239,7 @@ class KubernetesBackend:
     def render(self, job: TrainJob, flavor: str | None = None, namespace: str | None = None,
                name: str | None = None) -> Rendered:
         """Render for this cluster: the flavor given (checked to be served) or the best one served."""
-        from ...spec import SpecError
+        from ...jobspec import SpecError
         from .render import render_manifests
 
         caps = self.capabilities()

@@ -28,8 +28,8 @@ from .procfs import pid_alive
 from .store import JobStore, RequestKind
 
 if TYPE_CHECKING:
+    from ...jobspec import TrainJob
     from ...plan import Plan
-    from ...spec import TrainJob
 
 
 STOP_WAIT = 60.0
@@ -230,7 +230,7 @@ class LocalBackend:
         status = self.status(job_id)
         if status.phase is not JobPhase.SUSPENDED:
             raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
-        from ...spec import from_dict
+        from ...jobspec import from_dict
 
         job = from_dict(json.loads(self.store.get_spec_json(job_id)))
         old = json.loads(self.store.get_plan_json(job_id) or "{}")

@@ -27,8 +27,8 @@ from types import ModuleType
 from typing import Any
 
 from ....frameworks import Topology
+from ....jobspec import DistributedConfig, TrainJob
 from ....plan import Plan, replica_counts
-from ....spec import DistributedConfig, TrainJob
 from . import job as job_flavor
 from . import jobset, kubeflow, volcano
 from .context import Ctx, Layout, Options, check_spec, wire_roles

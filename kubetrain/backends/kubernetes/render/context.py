@@ -14,9 +14,9 @@ from pydantic.alias_generators import to_camel
 
 from ....frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, Value, WireContext
 from ....frameworks.common import program_argv
+from ....jobspec import JobSpec, ReplicaSettings, TrainJob
+from ....jobspec.errors import Path
 from ....plan import procs_per_replica, replica_counts, settings_for
-from ....spec import JobSpec, ReplicaSettings, TrainJob
-from ....spec.errors import Path
 from ..names import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
 from .errors import Problems
 

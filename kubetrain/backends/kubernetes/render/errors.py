@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ....spec import FieldError, SpecError
-from ....spec.errors import Path
+from ....jobspec import FieldError, SpecError
+from ....jobspec.errors import Path
 
 FLAVORS = ("job", "jobset", "volcano", "kubeflow")
 """Every flavor `render` knows, the default first."""

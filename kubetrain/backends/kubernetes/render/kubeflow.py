@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ....spec import Framework
+from ....jobspec import Framework
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
 from .pod import PodStyle, pod_template
 from .policy import check_common, kubeflow_run_policy

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....frameworks import is_static
-from ....spec import Security
-from ....spec.kube_models import kube_to_dict
-from ....spec.model import ReplicaSettings
+from ....jobspec import Security
+from ....jobspec.kube_models import kube_to_dict
+from ....jobspec.model import ReplicaSettings
 from .context import INDEX_LABEL, Ctx, RoleView
 from .entrypoint import (
     DEBUG_DIR,

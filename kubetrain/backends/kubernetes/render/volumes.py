@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ....spec import format_path
-from ....spec.mounts import (
+from ....jobspec import format_path
+from ....jobspec.mounts import (
     BindMount,
     ConfigMapMount,
     DeviceMount,
