@@ -13,7 +13,7 @@ Latency: from the moment the emulator records an event (a replica fails; the eng
 Succeeded) to the moment ``run`` reports it (``on_event``). A client polling every P seconds would
 show it after P/2 on average (P for the worst case).
 
-The emulator plays the controllers and the kubelet exactly as the tests do (tests/test_k8s_support.py).
+The emulator plays the controllers and the kubelet exactly as the tests do (tests/support/cluster.py).
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+# kubetrain and kube_emulator are installed (scripts/test.sh); the controllers played on the emulator are
+# the tests' own (tests/support/cluster.py), imported from the repository root as tests.support.cluster.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
 
-from kube_emulator.emulator import KubeEmulator  # noqa: E402
-from test_k8s_support import FLAVORS, Controllers, job_doc  # noqa: E402
+from kube_emulator.emulator import KubeEmulator
 
-from kubetrain.backends.kubernetes.backend import KubernetesBackend  # noqa: E402
-from kubetrain.backends.kubernetes.client import RetryPolicy  # noqa: E402
-from kubetrain.backends.local.output import OutputSink  # noqa: E402
-from kubetrain.jobspec import from_dict  # noqa: E402
+from kubetrain.backends.kubernetes.backend import KubernetesBackend
+from kubetrain.backends.kubernetes.client import RetryPolicy
+from kubetrain.jobspec import from_dict
+from kubetrain.terminal import OutputSink
+from tests.support.cluster import FLAVORS, Controllers, job_doc
 
 REPLICAS = 2
 

@@ -25,10 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kubetrain.backends.kubernetes.render import FLAVORS, render, to_yaml
 from kubetrain.jobspec import TrainJob, from_dict

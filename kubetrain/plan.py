@@ -1,19 +1,21 @@
-"""TrainJob → Plan: every replica with its role, index, processes (argv, env) and settings. Pure.
+"""TrainJob → Plan: the one planner every backend consumes. Pure.
 
-The same wiring feeds both backends: the local backend starts `Plan.replicas` as processes; the
-Kubernetes render uses `Plan.roles` (env values still symbolic in the index) so a manifest serves
-every replica of a role.
+`plan()` wires each role once (O(roles)): its settings, processes per replica, and the framework's env
+and argv, with values still symbolic in the replica's index (`frameworks.values`). The Kubernetes render
+turns `Plan.roles` into one pod template per role, so a manifest serves every replica; the local backend
+expands `Plan.replicas` (computed on first use) into processes. Both read the same wiring, so the env
+contract cannot drift between them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from .frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, WireContext, local_topology, resolve
+from .contract import expansion
+from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
 from .jobspec import JobSpec, ReplicaSettings, TrainJob
-from .jobspec.frameworks import Framework
 from .restart_policy import RestartRules
 
 FILES_DIR_PLACEHOLDER = "/etc/kubetrain"
@@ -51,11 +53,26 @@ class Plan:
     """The job's name (`metadata.name`, or a name generated from `namePrefix` by the backend)."""
     topology: Topology
     roles: tuple[RoleWiring, ...]
-    replicas: tuple[ReplicaPlan, ...]
+    """Each role wired once, env symbolic in the replica index."""
+    settings: dict[str, ReplicaSettings]
+    """Role → what each of its replicas gets (the job's settings with the role's merged over them)."""
+    procs: dict[str, int]
+    """Role → processes per replica (`auto` resolved)."""
     files: dict[str, str] = field(default_factory=dict)
     files_dir: str = FILES_DIR_PLACEHOLDER
     restart: RestartRules = field(default_factory=RestartRules)
     warnings: tuple[str, ...] = ()
+
+    @cached_property
+    def replicas(self) -> tuple[ReplicaPlan, ...]:
+        """Every replica with concrete argv and env, in role order: O(replicas), computed on first use."""
+        out: list[ReplicaPlan] = []
+        for wiring in self.roles:
+            settings = self.settings[wiring.role]
+            user_env, _notes = user_environment(settings, wiring.role)
+            for index in range(wiring.replicas):
+                out.append(_replica(wiring.role, index, wiring, self.topology, settings, user_env, self.name))
+        return tuple(out)
 
     @property
     def processes(self) -> list[ProcessPlan]:
@@ -96,11 +113,10 @@ def procs_per_replica(settings: ReplicaSettings) -> int:
 
 
 def replica_counts(spec: JobSpec) -> dict[str, int]:
-    """Replicas per role as planned: an MPI job always gets its launcher replica."""
+    """Replicas per role as planned: the roles the framework implies (an MPI job's launcher) first."""
     counts = spec.role_replicas()
-    if spec.framework is Framework.MPI and "launcher" not in counts:
-        counts = {"launcher": 1, **counts}
-    return counts
+    implied = {role: n for role, n in support_of(spec.framework).implied_roles.items() if role not in counts}
+    return {**implied, **counts}
 
 
 def default_topology(job: TrainJob, base_port: int = 29500) -> Topology:
@@ -118,7 +134,7 @@ def plan(
     files_dir: str = FILES_DIR_PLACEHOLDER,
     launcher_procs: bool = True,
 ) -> Plan:
-    """Wire every role of `job` over `topology` and expand it to concrete replicas.
+    """Wire every role of `job` over `topology` (default: `default_topology`).
 
     `launcher_procs`: kubetrain starts each of a replica's processes itself (local: no launcher importing
     torch); False leaves that to a launcher inside the replica (torchrun), as on Kubernetes.
@@ -126,8 +142,8 @@ def plan(
     spec = job.spec
     job_name = name or job.name
     topology = topology or default_topology(job)
+    wire = support_of(spec.framework).wire
     wirings: list[RoleWiring] = []
-    replicas: list[ReplicaPlan] = []
     files: dict[str, str] = {}
     warnings: list[str] = []
     settings_of = {role: settings_for(spec, role) for role in topology.roles}
@@ -137,13 +153,10 @@ def plan(
         ctx = WireContext(
             job_name, spec, role, settings, topology, role_procs[role], launcher_procs, files_dir, role_procs
         )
-        wiring = WIRE[spec.framework](ctx)
+        wiring = wire(ctx)
         wirings.append(wiring)
         files.update(wiring.files)
-        user_env, notes = user_environment(settings, role)
-        warnings += notes
-        for index in range(wiring.replicas):
-            replicas.append(_replica(role, index, wiring, topology, settings, user_env, job_name))
+        warnings += user_environment(settings, role)[1]
     policy = spec.run_policy
     codes = spec.exit_codes
     rules = RestartRules(
@@ -157,7 +170,8 @@ def plan(
         job_name,
         topology,
         tuple(wirings),
-        tuple(replicas),
+        settings_of,
+        role_procs,
         files,
         files_dir,
         rules,
@@ -215,9 +229,6 @@ def user_environment(settings: ReplicaSettings, role: str) -> tuple[list[tuple[s
     return out, warnings
 
 
-_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
-
-
 def expand_user_env(
     user_env: list[tuple[str, str]], base: dict[str, str], pod_fields: dict[str, str]
 ) -> dict[str, str]:
@@ -226,16 +237,12 @@ def expand_user_env(
     env = dict(base)
     out: dict[str, str] = {}
     for name, raw in user_env:
-        if raw.startswith(_FIELD):
-            value = pod_fields.get(raw[len(_FIELD) :], "")
-        else:
-            value = _REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), raw)
+        value = pod_fields.get(raw[len(_FIELD):], "") if raw.startswith(_FIELD) else expansion.expand(raw, env)
         env[name] = out[name] = value
     return out
 
 
 __all__ = [
-    "DEFAULT_PORTS",
     "Plan",
     "ProcessPlan",
     "ReplicaPlan",

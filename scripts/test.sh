@@ -13,10 +13,12 @@ fi
 
 echo "== installing Python packages into .venv"
 python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[examples,test]'
+# kube-emulator (testing/kube-emulator): the Kubernetes API emulator the tests and benchmarks import.
+.venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[examples,test]' \
+  -e testing/kube-emulator
 
 echo "== ruff"
-.venv/bin/ruff check kubetrain tests benchmarks
+.venv/bin/ruff check kubetrain tests benchmarks testing
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"

@@ -9,6 +9,9 @@ import pytest
 
 pytest_plugins = ["kube_emulator.pytest_plugin"]
 
+# The shared helpers hold asserts (and fixtures); rewrite them as pytest does test modules, for readable failures.
+pytest.register_assert_rewrite("tests.support")
+
 
 @pytest.fixture(autouse=True)
 def kubetrain_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

@@ -10,11 +10,11 @@ import json
 from typing import Any
 
 import pytest
-from helpers import make_job
 
 from kubetrain.frameworks import Topology, local_topology
 from kubetrain.plan import Plan, ProcessPlan, default_topology, plan, replica_counts
 from kubetrain.restart_policy import RestartRules
+from tests.support.helpers import make_job
 
 PORTS = [41001, 41002, 41003, 41004, 41005, 41006, 41007, 41008]
 

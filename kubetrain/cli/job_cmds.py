@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ..contract.errors import EXIT_USAGE
 from . import k8s_cmds
-from .errors import EXIT_USAGE, CliError
+from .errors import CliError
 from .output import emit, log_filters, print_jobs, print_records, say
 
 if TYPE_CHECKING:
@@ -65,22 +64,11 @@ def describe(args: argparse.Namespace) -> int:
     return 0
 
 
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-
-
-def parse_duration(text: str) -> timedelta:
-    """`30s`, `5m`, `2h`, `1h30m`, as kubectl's --since takes them."""
-    m = _DURATION.fullmatch(text.strip())
-    if not text.strip() or m is None or not any(m.groups()):
-        raise CliError(f"--since {text!r}: use a duration such as 30s, 5m, 2h or 1h30m", EXIT_USAGE)
-    h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return timedelta(hours=h, minutes=mi, seconds=s)
-
-
 def logs(args: argparse.Namespace) -> int:
     if k8s_cmds.wants_kubernetes(args):
         return k8s_cmds.logs(args)
-    from ..backends.local.output import OutputSink, follow_log, merge_logs
+    from ..backends.local.logfiles import follow_log, merge_logs
+    from ..terminal import OutputSink
 
     backend = _backend()
     job_id = backend.resolve(args.job)

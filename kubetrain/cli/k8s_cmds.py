@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .errors import EXIT_USAGE, CliError
+from ..contract.errors import EXIT_USAGE
+from .errors import CliError
 from .output import emit, log_filters, print_jobs, print_records, say
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def _backend(args: argparse.Namespace) -> KubernetesBackend:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..backends.local.output import OutputSink
+    from ..terminal import OutputSink
     from .run_cmd import load_job
 
     job, _base_dir = load_job(args)
@@ -94,7 +95,7 @@ def describe(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    from ..backends.local.output import OutputSink
+    from ..terminal import OutputSink
 
     since, grep = log_filters(args)
     with _backend(args) as backend:

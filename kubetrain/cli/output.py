@@ -11,8 +11,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..backends.local.output import LogRecord, OutputSink
+    from ..contract.logs import LogRecord
     from ..status import JobStatus
+    from ..terminal import OutputSink
 
 
 def dump(data: Any, fmt: str) -> str:
@@ -48,8 +49,9 @@ def print_jobs(jobs: Sequence[JobStatus], fmt: str | None) -> None:
 
 def log_filters(args: argparse.Namespace) -> tuple[timedelta | None, re.Pattern[str] | None]:
     """`--since` and `--grep` of `kubetrain logs`, checked."""
-    from .errors import EXIT_USAGE, CliError
-    from .job_cmds import parse_duration
+    from ..contract.errors import EXIT_USAGE
+    from ..contract.logs import parse_duration
+    from .errors import CliError
 
     since = parse_duration(args.since) if args.since else None
     try:

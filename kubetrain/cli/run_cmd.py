@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError
+from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from .errors import CliError
 from .output import emit, say
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _attached(backend: Any, job_id: str, plan: Any, *, quiet: bool) -> int:
-    from ..backends.local.output import OutputSink
+    from ..terminal import OutputSink
 
     keys = [p.key for p in plan.processes]
     roles = ", ".join(f"{w.role}×{w.replicas}" for w in plan.roles)

@@ -2,37 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..jobspec import Framework
 from . import deepspeed, generic, jax, mpi, pytorch, tensorflow
-from .common import ProcessWiring, RoleWiring, WireContext
+from .common import FrameworkSupport, KubeflowKind, ProcessWiring, RoleWiring, WireContext
 from .topology import Topology, local_topology
 from .values import Addrs, Idx, Value, is_static, resolve
 
-WIRE: dict[Framework, Callable[[WireContext], RoleWiring]] = {
-    Framework.PYTORCH: pytorch.wire,
-    Framework.TENSORFLOW: tensorflow.wire,
-    Framework.DEEPSPEED: deepspeed.wire,
-    Framework.MPI: mpi.wire,
-    Framework.JAX: jax.wire,
-    Framework.GENERIC: generic.wire,
+FRAMEWORKS: dict[Framework, FrameworkSupport] = {
+    support.name: support
+    for support in (pytorch.SUPPORT, tensorflow.SUPPORT, deepspeed.SUPPORT, mpi.SUPPORT, jax.SUPPORT, generic.SUPPORT)
 }
+"""The framework registry: adding one is a module with its `SUPPORT` and a line here (docs/design.md)."""
 
-DEFAULT_PORTS: dict[Framework, int] = {
-    Framework.PYTORCH: pytorch.DEFAULT_PORT,
-    Framework.DEEPSPEED: pytorch.DEFAULT_PORT,
-    Framework.TENSORFLOW: tensorflow.DEFAULT_PORT,
-    Framework.JAX: jax.DEFAULT_PORT,
-    Framework.MPI: 2222,
-    Framework.GENERIC: 29500,
-}
+
+def support_of(framework: Framework | str) -> FrameworkSupport:
+    return FRAMEWORKS[Framework(framework)]
+
 
 __all__ = [
-    "DEFAULT_PORTS",
-    "WIRE",
+    "FRAMEWORKS",
     "Addrs",
+    "FrameworkSupport",
     "Idx",
+    "KubeflowKind",
     "ProcessWiring",
     "RoleWiring",
     "Topology",
@@ -41,4 +33,5 @@ __all__ = [
     "is_static",
     "local_topology",
     "resolve",
+    "support_of",
 ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..jobspec import JobSpec, ReplicaSettings, Run
+from ..contract import env_names
+from ..jobspec import Framework, JobSpec, ReplicaSettings, Run
 from .topology import Topology
 from .values import Idx, Value
 
@@ -33,6 +35,41 @@ class RoleWiring:
     """Files the replicas need (name → content), e.g. an MPI hostfile; their paths are in env."""
     port: int | None = None
     """The port this role's replicas listen on, when the framework uses one."""
+
+
+@dataclass(frozen=True)
+class KubeflowKind:
+    """The Kubeflow training operator's kind for a framework (PyTorchJob, TFJob, ...)."""
+
+    kind: str
+    replica_specs: str
+    """The spec field holding the replica specs, e.g. `pytorchReplicaSpecs`."""
+    container: str
+    """The container name the operator looks for."""
+    port_name: str
+    """The port name the operator looks for."""
+    launcher_role: bool = True
+    """Whether the kind can hold kubetrain's `launcher` role (PyTorchJob cannot host DeepSpeed's launcher)."""
+
+
+@dataclass(frozen=True)
+class FrameworkSupport:
+    """Everything kubetrain knows of one framework beyond its spec fields: adding a framework is one
+    module defining one of these, and one line in `frameworks.FRAMEWORKS`."""
+
+    name: Framework
+    wire: Callable[[WireContext], RoleWiring]
+    """Env and argv of one role's replicas."""
+    default_port: int
+    """The port the framework's rendezvous listens on (one per role on Kubernetes)."""
+    implied_roles: Mapping[str, int] = field(default_factory=dict)
+    """Roles the framework adds when the spec has none of that name (MPI's `launcher`: 1), placed first."""
+    kubeflow: KubeflowKind | None = None
+    """The training operator's kind, if it has one for this framework."""
+    preload: tuple[str, ...] = ()
+    """Modules the local backend imports once in a process that then forks the Python replicas. torch may
+    be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);
+    TensorFlow and JAX start threads when imported, so their replicas start the ordinary way."""
 
 
 @dataclass(frozen=True)
@@ -103,14 +140,14 @@ def program_argv(run: Run, *, local_rank_arg: str | None = None) -> list[str]:
 
 
 def common_env(ctx: WireContext) -> dict[str, Value]:
-    """The variables every replica of every framework gets (DESIGN.md's env contract)."""
+    """The variables every replica of every framework gets (the env contract of docs/design.md)."""
     return {
-        "KUBETRAIN_JOB": ctx.job_name,
-        "KUBETRAIN_FRAMEWORK": ctx.spec.framework.value,
-        "KUBETRAIN_ROLE": ctx.role,
-        "KUBETRAIN_REPLICA_INDEX": (Idx(),),
-        "KUBETRAIN_NUM_REPLICAS": str(ctx.topology.roles[ctx.role]),
-        "KUBETRAIN_CLUSTER": ctx.topology.cluster_json(),
+        env_names.JOB: ctx.job_name,
+        env_names.FRAMEWORK: ctx.spec.framework.value,
+        env_names.ROLE: ctx.role,
+        env_names.REPLICA_INDEX: (Idx(),),
+        env_names.NUM_REPLICAS: str(ctx.topology.roles[ctx.role]),
+        env_names.CLUSTER: ctx.topology.cluster_json(),
         "PYTHONUNBUFFERED": "1",
     }
 

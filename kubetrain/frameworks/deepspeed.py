@@ -3,8 +3,10 @@ with a `launcher` role, the deepspeed launcher runs there over the hostfile (Dee
 
 from __future__ import annotations
 
+from ..contract import env_names
+from ..jobspec import Framework
 from . import pytorch
-from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from .common import FrameworkSupport, ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 from .hostfile import HOSTFILE, hostfile, hostfile_path
 
 LAUNCHER = "launcher"
@@ -15,7 +17,7 @@ def wire(ctx: WireContext) -> RoleWiring:
     if ctx.role == LAUNCHER:
         return _launcher(ctx, hosts)
     wiring = pytorch.wire(ctx)
-    env = {**wiring.env, "KUBETRAIN_HOSTFILE": hostfile_path(ctx)}
+    env = {**wiring.env, env_names.HOSTFILE: hostfile_path(ctx)}
     if LAUNCHER in ctx.topology.roles:
         # The launcher starts the processes on the workers; the workers only host them.
         return RoleWiring(ctx.role, wiring.replicas, env, (), files={HOSTFILE: hosts}, port=wiring.port)
@@ -26,7 +28,7 @@ def _launcher(ctx: WireContext, hosts: str) -> RoleWiring:
     run = run_of(ctx)
     master = ctx.topology.host("worker", 0)
     master_port = ctx.topology.port("worker", 0)
-    env = {**common_env(ctx), "KUBETRAIN_HOSTFILE": hostfile_path(ctx)}
+    env = {**common_env(ctx), env_names.HOSTFILE: hostfile_path(ctx)}
     if run.custom_command is not None:
         argv = program_argv(run)
     else:
@@ -46,3 +48,7 @@ def _launcher(ctx: WireContext, hosts: str) -> RoleWiring:
             *program,
         ]
     return RoleWiring(ctx.role, 1, env, (ProcessWiring(tuple(argv)),), files={HOSTFILE: hosts})
+
+
+# DeepSpeed reads torch's env contract: the same port, and a PyTorchJob on the training operator.
+SUPPORT = FrameworkSupport(Framework.DEEPSPEED, wire, pytorch.DEFAULT_PORT, kubeflow=pytorch.KUBEFLOW)

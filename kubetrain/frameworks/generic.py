@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from .common import RoleWiring, WireContext, program_argv, run_of, single
+from ..jobspec import Framework
+from .common import FrameworkSupport, RoleWiring, WireContext, program_argv, run_of, single
 
 
 def wire(ctx: WireContext) -> RoleWiring:
     return single(ctx, {}, program_argv(run_of(ctx)))
+
+
+SUPPORT = FrameworkSupport(Framework.GENERIC, wire, default_port=29500)

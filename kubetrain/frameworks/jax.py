@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from ..jobspec import Framework
+from .common import (
+    FrameworkSupport,
+    KubeflowKind,
+    ProcessWiring,
+    RoleWiring,
+    WireContext,
+    common_env,
+    program_argv,
+    run_of,
+)
 from .values import Idx
 
 DEFAULT_PORT = 1234
@@ -24,3 +34,7 @@ def wire(ctx: WireContext) -> RoleWiring:
         for local in range(ctx.procs)
     )
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], base, processes, port=ctx.topology.port(first, 0))
+
+
+SUPPORT = FrameworkSupport(Framework.JAX, wire, DEFAULT_PORT,
+                           kubeflow=KubeflowKind("JAXJob", "jaxReplicaSpecs", "jax", "jaxjob-port"))

@@ -6,7 +6,18 @@ On Kubernetes the workers wait for the launcher (the flavors that support MPI de
 
 from __future__ import annotations
 
-from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from ..contract import env_names
+from ..jobspec import Framework
+from .common import (
+    FrameworkSupport,
+    KubeflowKind,
+    ProcessWiring,
+    RoleWiring,
+    WireContext,
+    common_env,
+    program_argv,
+    run_of,
+)
 from .hostfile import HOSTFILE, hostfile, hostfile_path
 
 LAUNCHER = "launcher"
@@ -14,7 +25,7 @@ LAUNCHER = "launcher"
 
 def wire(ctx: WireContext) -> RoleWiring:
     hosts = hostfile(ctx)
-    env = {**common_env(ctx), "KUBETRAIN_HOSTFILE": hostfile_path(ctx)}
+    env = {**common_env(ctx), env_names.HOSTFILE: hostfile_path(ctx)}
     if ctx.role != LAUNCHER:
         return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, (), files={HOSTFILE: hosts})
     run = run_of(ctx)
@@ -33,3 +44,7 @@ def wire(ctx: WireContext) -> RoleWiring:
         }
     )
     return RoleWiring(ctx.role, 1, env, (ProcessWiring(tuple(argv)),), files={HOSTFILE: hosts})
+
+
+SUPPORT = FrameworkSupport(Framework.MPI, wire, default_port=2222, implied_roles={LAUNCHER: 1},
+                           kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"))

@@ -5,7 +5,17 @@ Ranks are numbered across roles in order (master first), procsPerReplica consecu
 
 from __future__ import annotations
 
-from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from ..jobspec import Framework
+from .common import (
+    FrameworkSupport,
+    KubeflowKind,
+    ProcessWiring,
+    RoleWiring,
+    WireContext,
+    common_env,
+    program_argv,
+    run_of,
+)
 from .values import Idx, Value
 
 DEFAULT_PORT = 29500
@@ -81,3 +91,7 @@ def _torchrun(ctx: WireContext, env: dict[str, Value], addr: str, port: int, tot
     else:
         argv = [*launcher, "--no-python", *program_argv(run)]
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, (ProcessWiring(tuple(argv)),), port=port)
+
+
+KUBEFLOW = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", launcher_role=False)
+SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, preload=("torch",))

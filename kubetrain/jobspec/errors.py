@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..contract.errors import EXIT_USAGE, KubetrainError
+
 Path = tuple[str | int, ...]
 
 
@@ -68,8 +70,10 @@ def _show(value: object) -> str:
 
 
 @dataclass
-class SpecError(ValueError):
+class SpecError(KubetrainError, ValueError):
     """A job spec that cannot be used, with every problem found (not just the first)."""
+
+    exit_code = EXIT_USAGE
 
     errors: list[FieldError] = field(default_factory=list)
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..contract import env_names
 from .convert import convert_validation_error
 from .errors import FieldError, Path, SpecError
 from .model import TrainJob
 from .mounts import parse_mount_string
 from .yaml_source import NO_LOCATION, Located, parse_scalar, parse_yaml
 
-TEMPLATES_ENV = "KUBETRAIN_TEMPLATES"
+TEMPLATES_ENV = env_names.TEMPLATES
 _MAX_BASE_DEPTH = 16
 
 
@@ -61,7 +62,8 @@ def load_all_files(
             errors.append(FieldError((), "file holds no document", file=str(path)))
         for doc in docs:
             try:
-                jobs.append(_finish(doc, FsPath(path).parent, overrides, template_dirs, (str(path),)))
+                job = _finish(doc, FsPath(path).parent, overrides, template_dirs, (str(path),))
+                jobs.append(job.with_base_dir(FsPath(path).parent))
             except SpecError as exc:
                 errors += exc.errors
     if errors:

@@ -5,16 +5,26 @@ Field docstrings are the reference text that `kubetrain explain` prints and `kub
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
+from ..contract.naming import is_dns_label, is_label_key, is_label_value
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
 from .frameworks import ELASTIC_FRAMEWORKS, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
-from .naming import is_dns_label, is_label_key, is_label_value
 from .resources import ResourceList, Resources
 from .types import Affinity, Arg, EnvFromList, EnvList, SpecModel, Tolerations
 
@@ -239,11 +249,11 @@ class Scheduling(SpecModel):
     priority_class: str | None = None
     node_pools: list[str] = Field(default_factory=list)
     """Node pools in order of preference (preferred node affinity, weights descending)."""
-    node_pool_label: str = "kubetrain.dev/node-pool"
+    node_pool_label: str = NODE_POOL_LABEL
     """Node label that names a node's pool."""
     node_type: str | None = None
     """Required node type (a node selector on nodeTypeLabel)."""
-    node_type_label: str = "kubetrain.dev/node-type"
+    node_type_label: str = NODE_TYPE_LABEL
     gang: bool | None = None
     """Schedule all replicas together or none (Volcano minAvailable, JobSet/Kueue all-or-nothing)."""
     min_available: int | None = Field(default=None, ge=1)
@@ -576,10 +586,31 @@ class TrainJob(SpecModel):
     kind: Literal["TrainJob"] = "TrainJob"
     metadata: Metadata
     spec: JobSpec
+    _base_dir: str | None = PrivateAttr(default=None)
 
     @property
     def name(self) -> str:
         return self.metadata.display_name
+
+    @property
+    def base_dir(self) -> str | None:
+        """The folder relative paths of the job resolve against (its script, workingDir): the job file's
+        folder when it was loaded from one, else None (the current folder)."""
+        return self._base_dir
+
+    def __eq__(self, other: object) -> bool:
+        """Jobs are equal when their documents are: where a job was loaded from is not part of it."""
+        if not isinstance(other, TrainJob):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic models are
+
+    def with_base_dir(self, path: str | os.PathLike[str] | None) -> TrainJob:
+        """This job with relative paths resolving against `path`."""
+        job = self.model_copy()
+        job._base_dir = None if path is None else os.fspath(path)
+        return job
 
     def to_dict(self) -> dict[str, Any]:
         """The document as plain data (camelCase), without defaults that were never set."""

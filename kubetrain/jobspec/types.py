@@ -10,9 +10,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Wi
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from ..contract.naming import is_env_name
 from .errors import SpecError
 from .kube_models import kube_to_dict, to_kube_model
-from .naming import is_env_name
 
 
 class SpecModel(BaseModel):

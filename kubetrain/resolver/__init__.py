@@ -8,7 +8,6 @@
 - `ClusterSpec`: job → addresses, `.as_dict()`, `.as_tf_config(type, index)`, `.as_tf()`.
 - `resolver.as_tf()` / `kubetrain.resolver.tf.TFClusterResolver`: a resolver where TensorFlow expects
   its own `ClusterResolver` (imports TensorFlow).
-- `rbac_objects(...)`: the Role and RoleBinding the in-cluster resolver needs.
 
 Importing this package loads the standard library only: the Kubernetes client when a
 KubernetesClusterResolver is created, TensorFlow only through `as_tf()` or `kubetrain.resolver.tf`.
@@ -20,11 +19,9 @@ from __future__ import annotations
 from .apiserver import KubernetesClusterResolver, PodInfo, count_accelerators, kubetrain_mapping
 from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, format_master_url
 from .env import FORMATS, EnvClusterResolver, JaxDist, TorchDist, local_accelerators, resolve_output
-from .rbac import RESOLVER_RULES, rbac_manifest, rbac_objects, resolver_object_name
 
 __all__ = [
     "FORMATS",
-    "RESOLVER_RULES",
     "ClusterResolver",
     "ClusterSpec",
     "EnvClusterResolver",
@@ -37,8 +34,5 @@ __all__ = [
     "format_master_url",
     "kubetrain_mapping",
     "local_accelerators",
-    "rbac_manifest",
-    "rbac_objects",
     "resolve_output",
-    "resolver_object_name",
 ]

@@ -18,14 +18,15 @@ The Kubernetes client is imported only when a resolver is created without `overr
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import env_names
+from ..contract.labels import INDEX_KEYS, JOB_LABEL, ROLE_LABEL
+from ..contract.naming import label_value
 from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster
 from .env import TF_CLUSTER_ROLES, _int
 
@@ -46,46 +47,20 @@ DEFAULT_MAPPING: dict[str, list[str]] = {"worker": ["job-name=tensorflow"]}
 DEFAULT_TF_SERVER_PORT = 8470
 """TensorFlow's default port, used when none is given and the env contract has none for the job type."""
 
-JOB_LABEL = "kubetrain.dev/job"
-ROLE_LABEL = "kubetrain.dev/role"
-INDEX_KEYS = (
-    "kubetrain.dev/replica-index",  # kubetrain, on the pods of single-replica roles
-    "batch.kubernetes.io/job-completion-index",  # Indexed Jobs (job, jobset flavors)
-    "training.kubeflow.org/replica-index",  # the Kubeflow training operator
-    "volcano.sh/task-index",  # Volcano
-)
-"""Labels (or annotations) that carry a pod's replica index, in the order they are trusted."""
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _TERMINAL = ("Succeeded", "Failed")
 
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_NOT_LABEL_VALUE_CHARS = re.compile(r"[^-A-Za-z0-9_.]+")
-
-
-def label_value(value: str) -> str:
-    """The value kubetrain gives the `kubetrain.dev/job` label for job name `value`: the name when it is
-    a valid label value, else sanitized, cut and suffixed with a hash of it. Must stay identical to
-    `kubetrain.backends.kubernetes.names.label_value` (a test holds them together); copied so that the
-    resolver imports nothing of the render (pydantic)."""
-    if len(value) <= 63 and _LABEL_VALUE.fullmatch(value):
-        return value
-    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    base = _NOT_LABEL_VALUE_CHARS.sub("-", value)
-    base = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", base)
-    base = base[: 63 - 8 - 1]
-    base = re.sub(r"[^A-Za-z0-9]+$", "", base)
-    return f"{base}-{digest}" if base else digest
 
 
 def kubetrain_mapping(environ: Mapping[str, str]) -> dict[str, list[str]] | None:
     """The mapping inside a kubetrain replica: a job type per role of its job (for TensorFlow jobs, the
     roles of TF_CONFIG's cluster), each the pods labelled with the job and the role. None outside one."""
-    job, raw = environ.get("KUBETRAIN_JOB"), environ.get("KUBETRAIN_CLUSTER")
+    job, raw = environ.get(env_names.JOB), environ.get(env_names.CLUSTER)
     if not job or not raw:
         return None
     roles = list(expand_cluster(raw))
-    if environ.get("KUBETRAIN_FRAMEWORK") == "tensorflow":
+    if environ.get(env_names.FRAMEWORK) == "tensorflow":
         roles = [r for r in TF_CLUSTER_ROLES if r in roles]
     return {role: [f"{JOB_LABEL}={label_value(job)},{ROLE_LABEL}={role}"] for role in roles}
 
@@ -303,7 +278,7 @@ class KubernetesClusterResolver(ClusterResolver):
 
     def _default_namespace(self) -> str:
         env = self.environ
-        for name in ("KUBETRAIN_NAMESPACE", "POD_NAMESPACE"):
+        for name in (env_names.NAMESPACE, "POD_NAMESPACE"):
             if env.get(name):
                 return env[name]
         if self._in_cluster:
@@ -331,7 +306,7 @@ class KubernetesClusterResolver(ClusterResolver):
         """The port of `job_type`'s tasks (see `tf_server_port`)."""
         if self._tf_server_port is not None:
             return self._tf_server_port
-        raw = self.environ.get("KUBETRAIN_CLUSTER")
+        raw = self.environ.get(env_names.CLUSTER)
         if raw:
             addresses = expand_cluster(raw).get(job_type)
             if addresses:
@@ -392,7 +367,7 @@ class KubernetesClusterResolver(ClusterResolver):
         TimeoutError, with the last reason, after `timeout` seconds."""
         expected: dict[str, int] | None = None
         if self._kubetrain_mapping:
-            expected = {r: len(a) for r, a in expand_cluster(self.environ["KUBETRAIN_CLUSTER"]).items()}
+            expected = {r: len(a) for r, a in expand_cluster(self.environ[env_names.CLUSTER]).items()}
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -414,10 +389,10 @@ class KubernetesClusterResolver(ClusterResolver):
 
     def _is_self(self, pod: PodInfo) -> bool:
         env = self.environ
-        names = {env.get("KUBETRAIN_POD_NAME"), env.get("POD_NAME")} - {None, ""}
+        names = {env.get(env_names.POD_NAME), env.get("POD_NAME")} - {None, ""}
         if names:
             return pod.name in names
-        role, index, job = env.get("KUBETRAIN_ROLE"), _int(env, "KUBETRAIN_REPLICA_INDEX"), env.get("KUBETRAIN_JOB")
+        role, index, job = env.get(env_names.ROLE), _int(env, env_names.REPLICA_INDEX), env.get(env_names.JOB)
         if role and index is not None and ROLE_LABEL in pod.labels:
             same_job = job is None or pod.labels.get(JOB_LABEL) in (None, label_value(job))
             return same_job and pod.labels[ROLE_LABEL] == role and pod.index == index and pod.live
@@ -431,9 +406,9 @@ class KubernetesClusterResolver(ClusterResolver):
         if self._inferred is not None:
             return self._inferred
         env = self.environ
-        role, index = env.get("KUBETRAIN_ROLE"), _int(env, "KUBETRAIN_REPLICA_INDEX")
+        role, index = env.get(env_names.ROLE), _int(env, env_names.REPLICA_INDEX)
         found: tuple[str, int] | None = None
-        identifiable = any(env.get(n) for n in ("KUBETRAIN_POD_NAME", "POD_NAME", "HOSTNAME")) or (
+        identifiable = any(env.get(n) for n in (env_names.POD_NAME, "POD_NAME", "HOSTNAME")) or (
             role and index is not None
         )
         if self._kubetrain_mapping and role and index is not None:

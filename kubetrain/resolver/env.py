@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..contract import env_names
 from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster
 
 __all__ = [
@@ -179,15 +180,15 @@ class EnvClusterResolver(ClusterResolver):
 
     @property
     def under_kubetrain(self) -> bool:
-        return "KUBETRAIN_CLUSTER" in self.environ
+        return env_names.CLUSTER in self.environ
 
     @property
     def job_name(self) -> str | None:
-        return self.environ.get("KUBETRAIN_JOB")
+        return self.environ.get(env_names.JOB)
 
     @property
     def framework(self) -> str | None:
-        return self.environ.get("KUBETRAIN_FRAMEWORK")
+        return self.environ.get(env_names.FRAMEWORK)
 
     def _tf_config(self) -> dict[str, Any]:
         raw = self.environ.get("TF_CONFIG")
@@ -203,7 +204,7 @@ class EnvClusterResolver(ClusterResolver):
 
     def cluster(self) -> dict[str, list[str]]:
         """Every role and its addresses, in role order (KUBETRAIN_CLUSTER; else TF_CONFIG's cluster)."""
-        raw = self.environ.get("KUBETRAIN_CLUSTER")
+        raw = self.environ.get(env_names.CLUSTER)
         if raw:
             return expand_cluster(raw)
         return ClusterSpec(self._tf_config().get("cluster") or {}).as_dict()
@@ -212,8 +213,8 @@ class EnvClusterResolver(ClusterResolver):
 
     def _own_task(self) -> tuple[str | None, int | None]:
         task = self._tf_config().get("task") or {}
-        role = self.environ.get("KUBETRAIN_ROLE") or task.get("type")
-        index = _int(self.environ, "KUBETRAIN_REPLICA_INDEX")
+        role = self.environ.get(env_names.ROLE) or task.get("type")
+        index = _int(self.environ, env_names.REPLICA_INDEX)
         if index is None and task.get("index") is not None:
             index = int(task["index"])
         return role, index
@@ -304,7 +305,7 @@ class EnvClusterResolver(ClusterResolver):
         (KUBETRAIN_HOSTFILE) when it exists, else generated from the cluster — the `worker` role (or
         `role`), `slots` per replica (default LOCAL_WORLD_SIZE, else 1); replicas sharing a host (locally,
         127.0.0.1, written `localhost` so mpirun needs no ssh) are one line with their slots summed."""
-        path = self.environ.get("KUBETRAIN_HOSTFILE")
+        path = self.environ.get(env_names.HOSTFILE)
         if path and role is None and slots is None:
             try:
                 return Path(path).read_text()

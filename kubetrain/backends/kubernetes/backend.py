@@ -17,8 +17,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER, PAUSED_ANNOTATION
+from ...contract.logs import LogRecord
+from ...contract.naming import label_value
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
-from ..local.output import LogRecord, OutputSink
+from ...terminal import OutputSink
 from .capabilities import AUTO_ORDER, Capabilities, FlavorUnavailable, check_kind, detect
 from .client import (
     JOBS,
@@ -36,7 +39,6 @@ from .client import (
 )
 from .diagnose import Diagnosis, diagnose
 from .logs import LogFollower, LogTarget, Since, read_logs, targets_of
-from .names import label_value
 from .status_map import (
     KUEUE_QUEUE_LABEL,
     PodIndex,
@@ -50,9 +52,6 @@ from .status_map import (
     roles_of,
 )
 from .submit import (
-    JOB_LABEL,
-    MANAGED_BY_LABEL,
-    PAUSED_ANNOTATION,
     DryRunReport,
     NameTaken,
     Submission,
@@ -793,7 +792,7 @@ class KubernetesBackend:
     def list(self, namespace: str | None = None, *, all_namespaces: bool = False) -> list[JobStatus]:
         """Every kubetrain job in the namespace (or all of them): one list per served workload kind + one of pods."""
         ns = None if all_namespaces else self._ns(namespace)
-        selector = f"{MANAGED_BY_LABEL}=kubetrain"
+        selector = f"{MANAGED_BY}={MANAGER}"
         workloads: list[JSON] = []
         for res in self._workload_kinds():
             items, _ = self.kube.list(res, ns, label_selector=selector)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...contract.errors import EXIT_USAGE, KubetrainError
+
 JSON = dict[str, Any]
 
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -36,17 +38,14 @@ IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class KubernetesError(Exception):
+class KubernetesError(KubetrainError):
     """Something the Kubernetes backend cannot do, with a message for the user (no traceback needed)."""
-
-    #: The CLI's exit status for it: 1 (failed) unless the input was at fault (2).
-    exit_code = 1
 
 
 class ConfigError(KubernetesError):
     """No usable kubeconfig / in-cluster configuration."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from ...contract.logs import LogRecord, format_seconds, parse_timestamp
 from ...status import JobStatus
-from ..local.output import LogRecord, parse_timestamp
 from .client import JSON, ApiError, Kube
 from .status_map import PodIndex, main_container_status, meta
 
@@ -63,10 +63,6 @@ def _since_seconds(bound_ns: int | None) -> int | None:
     if bound_ns is None:
         return None
     return max(1, int((time.time_ns() - bound_ns) / 1e9) + 1)
-
-
-def _rfc3339(ns: int) -> str:
-    return datetime.fromtimestamp(ns // 1_000_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_line(raw: bytes, key: str, partial: bool = False) -> LogRecord:
@@ -288,7 +284,7 @@ class LogFollower:
         uid, name = m.get("uid", ""), m.get("name", "")
         ps = rep.pods[uid]
         first = not rep.opened_once
-        since_time = _rfc3339(ps.last_ns) if ps.last_ns else None
+        since_time = format_seconds(ps.last_ns) if ps.last_ns else None
         since_seconds = _since_seconds(self.filter.since_ns) if first and since_time is None else None
         tail = self.tail if first else None
         rep.opened_once = True

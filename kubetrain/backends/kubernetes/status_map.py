@@ -12,13 +12,21 @@ references), JobSet → ``jobset``, batch.volcano.sh Job → ``volcano``, kubefl
 
 from __future__ import annotations
 
-import calendar
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...contract.labels import (
+    FLAVOR_ANNOTATION,
+    INDEX_KEYS,
+    JOB_LABEL,
+    KUEUE_QUEUE_LABEL,
+    PAUSED_ANNOTATION,
+    ROLE_LABEL,
+)
+from ...contract.logs import parse_time
 from ...status import (
     Condition,
     ConditionStatus,
@@ -28,44 +36,14 @@ from ...status import (
     ReplicaPhase,
     ReplicaStatus,
 )
-from .submit import FLAVOR_ANNOTATION, JOB_LABEL, PAUSED_ANNOTATION, ROLE_LABEL
 
 JSON = dict[str, Any]
 
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REPLICA_INDEX_LABEL = "kubetrain.dev/replica-index"
-_INDEX_KEYS = (
-    REPLICA_INDEX_LABEL,
-    "batch.kubernetes.io/job-completion-index",
-    "training.kubeflow.org/replica-index",
-    "volcano.sh/task-index",
-)
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 
 _TRAILING_INDEX = re.compile(r"-(\d+)$")
-
-
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds of an RFC 3339 time as the API writes it (``2026-01-02T03:04:05Z``, fractions allowed)."""
-    if not isinstance(value, str) or len(value) < 20:
-        return None
-    try:
-        whole = calendar.timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None
-    frac = 0.0
-    rest = value[19:]
-    if rest.startswith("."):
-        digits = re.match(r"\.(\d+)", rest)
-        if digits:
-            frac = float("0." + digits.group(1))
-            rest = rest[digits.end():]
-    if rest[:1] in ("+", "-") and len(rest) >= 6:
-        sign = -1 if rest[0] == "+" else 1
-        whole += sign * (int(rest[1:3]) * 3600 + int(rest[4:6]) * 60)
-    return whole + frac
 
 
 def meta(obj: Mapping[str, Any]) -> JSON:
@@ -178,7 +156,7 @@ def roles_of(flavor: str, workloads: Sequence[Mapping[str, Any]]) -> list[RoleIn
 def pod_index(pod: Mapping[str, Any], role: RoleInfo | None = None) -> int | None:
     """The replica index of a pod, from the labels kubetrain or the engine put on it."""
     lab, ann = labels(pod), annotations_of(pod)
-    for key in _INDEX_KEYS:
+    for key in INDEX_KEYS:
         raw = lab.get(key, ann.get(key))
         if raw is not None and str(raw).isdigit():
             index = int(raw)

@@ -20,14 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contract.labels import FLAVOR_ANNOTATION, JOB_LABEL, PAUSED_ANNOTATION, SUBMISSION_LABEL
 from .client import JSON, ApiError, Cause, Kube, KubernetesError, Resource
-
-SUBMISSION_LABEL = "kubetrain.dev/submission"
-FLAVOR_ANNOTATION = "kubetrain.dev/flavor"
-PAUSED_ANNOTATION = "kubetrain.dev/paused"
-JOB_LABEL = "kubetrain.dev/job"
-ROLE_LABEL = "kubetrain.dev/role"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 
 #: Used as the root's uid for children in a dry run when the server's answer for the root has none.
 _DRY_RUN_UID = "00000000-0000-0000-0000-000000000000"

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...contract.labels import JOB_LABEL
 from .client import JSON, ApiError, Kube, Resource
 
 
@@ -160,7 +161,7 @@ class JobWatch:
 
     def __init__(self, kube: Kube, namespace: str, job_label: str, workload: Resource, *,
                  timeout_seconds: int = 290) -> None:
-        selector = f"kubetrain.dev/job={job_label}"
+        selector = f"{JOB_LABEL}={job_label}"
         self.job_label = job_label
         self.namespace = namespace
         self._cond = threading.Condition()

@@ -34,6 +34,7 @@ import time
 from collections.abc import Collection
 
 TAG_VAR = "KUBETRAIN_LOCAL_TAG"
+"""`contract.env_names.LOCAL_TAG`, written out: this file also runs as a script outside the package."""
 _TAG_PREFIX = TAG_VAR.encode() + b"="
 
 

@@ -21,8 +21,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...contract import env_names
+from ...contract.errors import KubetrainError
+from ...frameworks import support_of
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
-from .output import OutputSink
+from ...terminal import OutputSink
 from .processes import kill_recorded
 from .procfs import pid_alive
 from .store import JobStore, RequestKind
@@ -42,13 +45,9 @@ SUPERVISOR_CLEARED_WAIT = 5.0
 """Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
 
 
-PRELOAD_BY_FRAMEWORK: dict[str, tuple[str, ...]] = {"pytorch": ("torch",)}
-"""What the Python replicas of a local job import once, in a process that then forks them (preload.py), by
-framework. torch may be imported before a fork as long as CUDA is not initialised (its DataLoader workers
-are forked so); TensorFlow and JAX start threads when imported, so their replicas start the ordinary way."""
 
 
-class LocalError(Exception):
+class LocalError(KubetrainError):
     """A request the local backend cannot carry out, with a message for the user."""
 
 
@@ -94,8 +93,8 @@ class LocalBackend:
     def create(self, job: TrainJob, base_dir: Path, preload: Sequence[str] | None = None) -> tuple[str, Plan]:
         """Record the job and its launch plan; start nothing.
 
-        ``preload``: modules the replicas import once before being forked (None: by framework,
-        PRELOAD_BY_FRAMEWORK; empty: none).
+        ``preload``: modules the replicas import once before being forked (None: the framework's
+        `FrameworkSupport.preload`; empty: none).
         """
         preview = local_plan(job, job.name, Path("/nonexistent"))
         replicas = [(r.role, r.index) for r in preview.replicas if r.processes]
@@ -110,7 +109,7 @@ class LocalBackend:
         the_plan = local_plan(job, job_id, self.store.log_dir(job_id) / "files")
         data = the_plan.to_dict()
         data["cwd"] = working_dir(job, base_dir)
-        data["preload"] = list(PRELOAD_BY_FRAMEWORK.get(job.spec.framework.value, ()) if preload is None else preload)
+        data["preload"] = list(support_of(job.spec.framework).preload if preload is None else preload)
         self.store.set_plan_json(job_id, json.dumps(data))
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             self.store.set_job_phase(
@@ -134,7 +133,7 @@ class LocalBackend:
         log = self.store.log_dir(job_id) / "supervisor.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
-        env["KUBETRAIN_HOME"] = str(self.store.root)
+        env[env_names.HOME] = str(self.store.root)
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],

@@ -93,9 +93,10 @@ from pathlib import Path
 from kubetrain.backends.local import _watchdog
 from kubetrain.backends.local._preload_server import TAG_ROOM
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
-from kubetrain.backends.local.output import LineAssembler, LogWriter, OutputSink, append_note
+from kubetrain.backends.local.logfiles import LineAssembler, LogWriter, append_note
 from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
 from kubetrain.backends.local.procfs import proc_start_time
+from kubetrain.terminal import OutputSink
 
 __all__ = [
     "EXIT_CANNOT_EXECUTE",

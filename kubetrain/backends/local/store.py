@@ -57,8 +57,11 @@ from kubetrain.status import (
     ReplicaStatus,
 )
 
+from ...contract import env_names
+from ...contract.errors import KubetrainError
+
 #: Overrides the state directory (tests, several independent installations, shared scratch disks).
-ENV_HOME = "KUBETRAIN_HOME"
+ENV_HOME = env_names.HOME
 DB_NAME = "jobs.db"
 LOGS_DIR = "logs"
 #: How long a writer waits for another writer's transaction before giving up.
@@ -72,7 +75,7 @@ _ID_BASE_MAX = 63 - 1 - _ID_SUFFIX_LEN
 _ROLE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class StoreError(Exception):
+class StoreError(KubetrainError):
     """The job store cannot do what was asked."""
 
 

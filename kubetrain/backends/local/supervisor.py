@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...contract import env_names
 from ...restart_policy import RestartRules
 from ...status import REASON_STOPPED, Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
-from .output import OutputSink, iter_log
+from ...terminal import OutputSink
+from .logfiles import iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
 from .store import JobNotFoundError, JobStore, RequestKind
 
@@ -87,7 +89,7 @@ class Supervisor:
     # -- launch specs ---------------------------------------------------------------------------------
 
     def _specs(self) -> list[LaunchSpec]:
-        python = os.environ.get("KUBETRAIN_PYTHON") or sys.executable
+        python = os.environ.get(env_names.PYTHON) or sys.executable
         base_env = replica_base_env(os.environ, python, self.plan_keys())
         files_dir = Path(self.plan["filesDir"])
         if self.plan.get("files"):

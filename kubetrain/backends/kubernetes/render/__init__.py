@@ -144,7 +144,7 @@ def render_manifests(
     objects += files_configmap(ctx)
     objects += port_services(ctx)
     if api_access:
-        from ....resolver.rbac import rbac_objects
+        from .rbac import rbac_objects
 
         # RoleBinding subjects need a namespace: the default one when the job names none.
         objects += rbac_objects(name, options.namespace or "default", job.spec.service_account,

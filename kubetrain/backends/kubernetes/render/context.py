@@ -1,8 +1,8 @@
 """What every flavor renders from: names, the wired roles, field paths for errors, shared metadata.
 
-The wiring is done here rather than through `plan()`: `plan()` also expands every replica (O(replicas)),
-while a manifest only needs the symbolic per-role wiring, which is O(roles). Both call the same
-framework code (`kubetrain.frameworks.WIRE`), so the env contract is the same.
+The roles come from `plan()`, the one planner the local backend uses too, over the flavor's topology
+(stable DNS names, one port per role); a manifest needs only the per-role wiring (O(roles)), never the
+replicas the plan would expand on demand.
 """
 
 from __future__ import annotations
@@ -12,23 +12,26 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from ....frameworks import DEFAULT_PORTS, WIRE, RoleWiring, Topology, Value, WireContext
+from ....contract.labels import (
+    INDEX_LABEL,
+    JOB_LABEL,
+    KUEUE_QUEUE_LABEL,
+    MANAGED_BY,
+    MANAGER,
+    RESERVED_LABELS,
+    ROLE_LABEL,
+)
+from ....contract.naming import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
+from ....frameworks import RoleWiring, Topology, Value, support_of
 from ....frameworks.common import program_argv
 from ....jobspec import JobSpec, ReplicaSettings, TrainJob
 from ....jobspec.errors import Path
-from ....plan import procs_per_replica, replica_counts, settings_for
-from ..names import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
+from ....plan import plan, replica_counts, settings_for
 from .errors import Problems
 
 FILES_DIR = "/etc/kubetrain"
 """Where the job's files (hostfiles) are mounted from their ConfigMap."""
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-JOB_LABEL = "kubetrain.dev/job"
-ROLE_LABEL = "kubetrain.dev/role"
-INDEX_LABEL = "kubetrain.dev/replica-index"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-RESERVED_LABELS = (MANAGED_BY, JOB_LABEL, ROLE_LABEL, INDEX_LABEL)
 
 _LIST_FIELDS = {"mounts", "ports", "tolerations", "env_from"}
 _MODEL_FIELDS = {"resources", "security"}
@@ -155,7 +158,7 @@ class Ctx:
     def labels(self, role: str | None = None) -> dict[str, str]:
         """Labels of every object (and pod) of this job; the role's when it belongs to one."""
         out = dict(self.job.metadata.labels)
-        out[MANAGED_BY] = "kubetrain"
+        out[MANAGED_BY] = MANAGER
         out[JOB_LABEL] = label_value(self.name)
         if role is not None:
             out[ROLE_LABEL] = role
@@ -183,22 +186,18 @@ class Ctx:
 def wire_roles(
     job: TrainJob, name: str, layout: Layout, problems: Problems
 ) -> tuple[Topology, list[RoleView], dict[str, str]]:
-    """Wire every role over the flavor's uniform topology (stable DNS names, one port per role)."""
+    """Plan every role over the flavor's uniform topology (stable DNS names, one port per role)."""
     spec = job.spec
     counts = replica_counts(spec)
-    port = DEFAULT_PORTS[spec.framework]
+    port = support_of(spec.framework).default_port
     topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports={r: port for r in counts})
+    # One launcher per replica (torchrun), as kubetrain is not in the image to start each process.
+    the_plan = plan(job, topology, name=name, files_dir=FILES_DIR, launcher_procs=False)
     views: list[RoleView] = []
-    files: dict[str, str] = {}
-    settings_of = {role: settings_for(spec, role) for role in counts}
-    role_procs = {role: procs_per_replica(settings) for role, settings in settings_of.items()}
-    for role, replicas in counts.items():
-        settings = settings_of[role]
-        procs = role_procs[role]
-        wiring = WIRE[spec.framework](
-            WireContext(name, spec, role, settings, topology, procs, False, FILES_DIR, role_procs)
-        )
-        files.update(wiring.files)
+    for wiring in the_plan.roles:
+        role, replicas = wiring.role, wiring.replicas
+        settings = the_plan.settings[role]
+        procs = the_plan.procs[role]
         env = dict(wiring.env)
         argv: tuple[str, ...] | None
         if len(wiring.processes) > 1:
@@ -217,7 +216,7 @@ def wire_roles(
         else:
             argv = _own_program(spec, role)
         views.append(RoleView(role, replicas, wiring, settings, env, argv, procs))
-    return topology, views, files
+    return topology, views, dict(the_plan.files)
 
 
 def _own_program(spec: JobSpec, role: str) -> tuple[str, ...] | None:

@@ -10,7 +10,7 @@ prefixes, JSON fragments, the user's env values that must be computed here) is s
 The kubelet expands `$(NAME)` in a container's `command` and `args` against the container's env before
 any shell sees them: inside single quotes too, so a value such as `$(DB_PASSWORD)` would be replaced by
 a Secret's text and then parsed as shell. Every `$` of SCRIPT and of the argv is therefore doubled
-(`kube_escape`): `$$` is the kubelet's escape for `$`, so the shell and the program get the text exactly
+(`contract.expansion.escape`): `$$` is the kubelet's escape for `$`, so the shell and the program get the text exactly
 as kubetrain wrote it, whatever the env holds.
 
 It needs a POSIX shell and its builtins (printf, case, arithmetic): any image with /bin/sh, without
@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from ....contract import env_names
+from ....contract.expansion import REFERENCE, escape
 from ....frameworks import Addrs, Idx, Topology, Value
 
 SHELL = "/bin/sh"
@@ -35,13 +37,12 @@ ARG0 = "kubetrain"
 WAIT_SECONDS = 2147483647
 """How long a hosting replica waits (68 years: until the job deletes it). `sleep infinity` is GNU-only."""
 
-DEBUG_DIR_ENV = "KUBETRAIN_DEBUG_DIR"
+DEBUG_DIR_ENV = env_names.DEBUG_DIR
 DEBUG_DIR = "/var/run/kubetrain"
 
 Mode = Literal["exec", "wait", "debug"]
 
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_KUBE_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 
 # Prints the JSON array of `"<prefix><i><suffix>"` for i in [0, $3), exactly as json.dumps formats a
 # list (", " between items), so TF_CONFIG is byte-identical to the local backend's. Called only inside
@@ -74,11 +75,6 @@ kt_quote() {
 { export -p; printf 'exec'; for kt_a do kt_quote "$kt_a"; done; printf '\\n'; } > "$KUBETRAIN_DEBUG_DIR/run.sh"
 echo "kubetrain: runMode Debug: the program is held; start it with: sh $KUBETRAIN_DEBUG_DIR/run.sh" >&2
 exec sleep {wait}"""
-
-
-def kube_escape(text: str) -> str:
-    """`text` escaped against the kubelet's `$(VAR)` expansion of command and args: it arrives as written."""
-    return text.replace("$", "$$")
 
 
 def is_shell_name(name: str) -> bool:
@@ -120,11 +116,6 @@ def value_expr(value: Value, index_env: str, topology: Topology) -> str:
     return "".join(words) or "''"
 
 
-def kube_refs(raw: str) -> set[str]:
-    """Names a Kubernetes env value refers to as `$(NAME)` (an escaped `$$(NAME)` is not a reference)."""
-    return {m.group(1) for m in _KUBE_REF.finditer(raw) if m.group(1)}
-
-
 def kube_value_expr(raw: str, defined: set[str], loose: bool) -> str | None:
     """The shell word for a Kubernetes env value with `$(NAME)` references, expanded as the kubelet
     would: `$$` is `$`, a reference to a variable defined before it is its value, anything else stays
@@ -133,7 +124,7 @@ def kube_value_expr(raw: str, defined: set[str], loose: bool) -> str | None:
     words: list[str] = []
     literal = ""
     at = 0
-    for m in _KUBE_REF.finditer(raw):
+    for m in REFERENCE.finditer(raw):
         literal += raw[at:m.start()]
         at = m.end()
         name = m.group(1)
@@ -162,7 +153,7 @@ class Script:
 
     def command(self) -> list[str]:
         """The container's `command`, escaped so the kubelet hands SCRIPT to the shell unchanged."""
-        return [SHELL, "-c", kube_escape(self.text), ARG0]
+        return [SHELL, "-c", escape(self.text), ARG0]
 
 
 def script(
@@ -209,8 +200,6 @@ __all__ = [
     "addrs_expr",
     "index_expr",
     "is_shell_name",
-    "kube_escape",
-    "kube_refs",
     "kube_value_expr",
     "quote",
     "script",

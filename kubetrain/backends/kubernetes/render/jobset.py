@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..names import dns1035_label
+from ....contract.naming import dns1035_label
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
 from .pod import PodStyle, pod_template
 from .policy import (

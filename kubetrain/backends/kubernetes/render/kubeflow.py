@@ -18,13 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ....contract import env_names
 from ....jobspec import Framework
 from .context import Ctx, Layout, RoleView, base_name, room_for_base
 from .pod import PodStyle, pod_template
 from .policy import check_common, kubeflow_run_policy
 
 API_VERSION = "kubeflow.org/v1"
-INDEX_ENV = "KUBETRAIN_REPLICA_INDEX"
+INDEX_ENV = env_names.REPLICA_INDEX
 INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
 OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
                 "TF_CONFIG", "PET_*")

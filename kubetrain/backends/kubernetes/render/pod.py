@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ....contract.expansion import escape, references
 from ....frameworks import is_static
 from ....jobspec import Security
 from ....jobspec.kube_models import kube_to_dict
@@ -23,8 +24,6 @@ from .entrypoint import (
     DEBUG_DIR_ENV,
     Mode,
     is_shell_name,
-    kube_escape,
-    kube_refs,
     kube_value_expr,
     script,
     value_expr,
@@ -78,7 +77,7 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     container["command"] = entry.command()
     if view.argv is not None:
         # The program's argv exactly as given: the kubelet would otherwise expand `$(VAR)` and `$$` in it.
-        container["args"] = [kube_escape(arg) for arg in view.argv]
+        container["args"] = [escape(arg) for arg in view.argv]
     if settings.working_dir:
         container["workingDir"] = settings.working_dir
     container["env"] = env
@@ -106,7 +105,7 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     if ctx.spec.service_account:
         spec["serviceAccountName"] = ctx.spec.service_account
     elif ctx.options.api_access:
-        from ....resolver.rbac import resolver_object_name
+        from .rbac import resolver_object_name
 
         spec["serviceAccountName"] = resolver_object_name(ctx.layout.base)
     automount = bool(ctx.spec.service_account) or ctx.options.api_access
@@ -185,12 +184,12 @@ def container_env(
             ctx.problems.add(env_path(ctx, view, var.name),
                              f"is also set by the {ctx.flavor} flavor's operator, which would override a value "
                              "from valueFrom; give it a plain value (kubetrain then sets it at container start)")
-        if var.value_from is None and (overridden or (raw and kube_refs(raw) & computed)):
+        if var.value_from is None and (overridden or (raw and references(raw) & computed)):
             word = kube_value_expr(raw or "", defined, loose)
             if word is None or not is_shell_name(var.name):
                 ctx.problems.add(
                     env_path(ctx, view, var.name),
-                    f"refers to a per-replica variable ({', '.join(sorted(kube_refs(raw) & computed))}), so it "
+                    f"refers to a per-replica variable ({', '.join(sorted(references(raw) & computed))}), so it "
                     "is computed at container start, and that needs shell names for it and what it refers to",
                 )
             else:

@@ -16,11 +16,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....contract.naming import is_label_key, is_label_value
 from ....jobspec import GpuSharing, Resources
 from ....jobspec.errors import Path
 from ....jobspec.resources import is_hugepages, overcommit_allowed, quantity_problem
 from ....jobspec.types import parse_quantity
-from ..names import is_label_key, is_label_value
 from .context import Ctx, RoleView
 
 NVIDIA_GPU = "nvidia.com/gpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..names import child_name, dns1035_label
+from ....contract.naming import child_name, dns1035_label
 from .context import Ctx
 from .volumes import files_configmap_name, files_size
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....contract.expansion import escape
+from ....contract.naming import child_name
 from ....jobspec import format_path
 from ....jobspec.mounts import (
     BindMount,
@@ -30,9 +32,8 @@ from ....jobspec.mounts import (
     SecretMount,
     VolumeMount,
 )
-from ..names import child_name
 from .context import FILES_DIR, Ctx, RoleView
-from .entrypoint import DEBUG_DIR, kube_escape
+from .entrypoint import DEBUG_DIR
 
 SHM_VOLUME = "dshm"
 FILES_VOLUME = "kubetrain-files"
@@ -162,7 +163,7 @@ def _git_sync(ctx: Ctx, mount: GitSyncMount, volume: str, n: int) -> dict[str, A
     container: dict[str, Any] = {
         "name": f"git-sync-{n}",
         "image": ctx.options.git_sync_image,
-        "args": [kube_escape(arg) for arg in args],  # a URL's `$(...)` must not be expanded
+        "args": [escape(arg) for arg in args],  # a URL's `$(...)` must not be expanded
         "volumeMounts": [{"name": volume, "mountPath": GIT_ROOT}],
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }

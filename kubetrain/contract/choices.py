@@ -1,0 +1,20 @@
+"""The names a user picks from: backends, Kubernetes flavors, frameworks.
+
+Written here, as plain tuples, so the CLI's parser offers them without importing the registries behind
+them (`kubetrain --help` stays fast). Tests hold each tuple equal to its registry:
+`backends.base.BACKENDS`, `backends.kubernetes.flavors.FLAVORS`, `frameworks.FRAMEWORKS`.
+"""
+
+from __future__ import annotations
+
+BACKENDS = ("local", "kubernetes")
+BACKEND_ALIASES = {"k8s": "kubernetes"}
+"""Other names a backend answers to (kubectl's habit of short names)."""
+
+FLAVORS = ("job", "jobset", "volcano", "kubeflow")
+DEFAULT_FLAVOR = "job"
+"""The flavor `render` uses when none is given: needs nothing but Kubernetes."""
+
+FRAMEWORKS = ("pytorch", "tensorflow", "deepspeed", "mpi", "jax", "generic")
+
+__all__ = ["BACKENDS", "BACKEND_ALIASES", "DEFAULT_FLAVOR", "FLAVORS", "FRAMEWORKS"]

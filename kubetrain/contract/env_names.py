@@ -1,0 +1,51 @@
+"""Names of the variables kubetrain reads or gives, so a name is written once.
+
+The replica contract (`JOB` … `HOSTFILE`) is what every replica gets on every backend; the resolver
+reads it inside replicas. The rest configure kubetrain itself.
+"""
+
+from __future__ import annotations
+
+# -- what every replica gets (the env contract) ------------------------------------------------------
+JOB = "KUBETRAIN_JOB"
+FRAMEWORK = "KUBETRAIN_FRAMEWORK"
+ROLE = "KUBETRAIN_ROLE"
+REPLICA_INDEX = "KUBETRAIN_REPLICA_INDEX"
+NUM_REPLICAS = "KUBETRAIN_NUM_REPLICAS"
+CLUSTER = "KUBETRAIN_CLUSTER"
+"""The job's cluster as JSON, so the resolver needs no API call where the env suffices."""
+HOSTFILE = "KUBETRAIN_HOSTFILE"
+"""DeepSpeed and MPI: where the job's hostfile is."""
+
+# -- what a replica may have on Kubernetes -----------------------------------------------------------
+NAMESPACE = "KUBETRAIN_NAMESPACE"
+POD_NAME = "KUBETRAIN_POD_NAME"
+DEBUG_DIR = "KUBETRAIN_DEBUG_DIR"
+"""runMode Debug: where the held program's start script is written."""
+
+# -- what configures kubetrain -----------------------------------------------------------------------
+HOME = "KUBETRAIN_HOME"
+"""The local backend's state directory (job store, logs); default under XDG_STATE_HOME."""
+TEMPLATES = "KUBETRAIN_TEMPLATES"
+"""Folders searched for base templates (`spec.template`)."""
+PYTHON = "KUBETRAIN_PYTHON"
+"""The interpreter of a detached local job's supervisor (default: the one running kubetrain)."""
+LOCAL_TAG = "KUBETRAIN_LOCAL_TAG"
+"""Marks every process of a local job, so sweeps find its descendants."""
+
+__all__ = [
+    "CLUSTER",
+    "DEBUG_DIR",
+    "FRAMEWORK",
+    "HOME",
+    "HOSTFILE",
+    "JOB",
+    "LOCAL_TAG",
+    "NAMESPACE",
+    "NUM_REPLICAS",
+    "POD_NAME",
+    "PYTHON",
+    "REPLICA_INDEX",
+    "ROLE",
+    "TEMPLATES",
+]

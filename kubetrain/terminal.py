@@ -1,0 +1,115 @@
+"""Replicas' output on a terminal: one line per record, prefixed `[role-index]`, a stable colour per replica.
+
+Both backends stream a running job's output through a sink (`contract.logs.LogSink`); this is the one the
+CLI and `kubetrain.run` use. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from typing import TextIO
+
+from .contract.logs import LogRecord
+
+# Distinct foreground colours, the most legible first; red comes last so that
+# a replica's prefix is not mistaken for an error.
+_PALETTE = ("36", "33", "32", "35", "34", "96", "93", "92", "95", "94", "31", "91")
+
+
+def _wants_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class OutputSink:
+    """Prints replicas' output live, each line prefixed ``[key] `` with a stable colour per replica.
+
+    Lines are queued by :meth:`line` and written whole by :meth:`flush`, one
+    write per round, so lines of different replicas never interleave mid-line.
+    A replica's stdout goes to ``out`` and its stderr to ``err`` (default: our
+    own stdout and stderr), so redirecting ``kubetrain run`` works as with any
+    launcher. Colour is used on a terminal unless ``NO_COLOR`` is set;
+    ``color=True``/``False`` forces it. If the output is gone (``| head``),
+    printing stops quietly: the log files still get everything.
+    """
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        color: bool | None = None,
+        keys: Iterable[str] = (),
+    ) -> None:
+        self._out = out if out is not None else sys.stdout
+        self._err = err if err is not None else sys.stderr
+        self._color = {id(s): (color if color is not None else _wants_color(s)) for s in (self._out, self._err)}
+        self._colors: dict[str, str] = {}
+        self._width = 0
+        self._queued: dict[int, list[str]] = {id(self._out): [], id(self._err): []}
+        self._lock = threading.Lock()
+        self._broken: set[int] = set()
+        self.add_keys(keys)
+
+    def add_keys(self, keys: Iterable[str]) -> None:
+        """Register replicas in display order: colours follow this order and prefixes are padded to align."""
+        with self._lock:
+            for k in keys:
+                if k not in self._colors:
+                    self._colors[k] = _PALETTE[len(self._colors) % len(_PALETTE)]
+                    self._width = max(self._width, len(k) + 2)
+
+    def prefix(self, key: str, colored: bool) -> str:
+        if key not in self._colors:
+            self.add_keys([key])
+        label = f"[{key}]"
+        pad = " " * (self._width - len(label) + 1)
+        if colored:
+            return f"\x1b[{self._colors[key]}m{label}\x1b[0m{pad}"
+        return label + pad
+
+    def line(self, key: str, stream: str, text: str) -> None:
+        """Queue one line (without its newline) of replica ``key``'s ``stream``."""
+        target = self._err if stream == "stderr" else self._out
+        pre = self.prefix(key, self._color[id(target)])
+        with self._lock:
+            self._queued[id(target)].append(f"{pre}{text}\n")
+
+    def record(self, rec: LogRecord) -> None:
+        """Queue a record read back from a log file (``logs -f``)."""
+        self.line(rec.key, rec.stream, rec.text)
+
+    def flush(self) -> None:
+        """Write the queued lines."""
+        with self._lock:
+            for target in (self._out, self._err):
+                queued = self._queued[id(target)]
+                if not queued:
+                    continue
+                text = "".join(queued)
+                queued.clear()
+                if id(target) in self._broken:
+                    continue
+                self._write(target, text)
+
+    def _write(self, target: TextIO, text: str) -> None:
+        try:
+            try:
+                target.write(text)
+            except UnicodeEncodeError:
+                # A terminal that cannot show some character must not lose the line.
+                enc = getattr(target, "encoding", None) or "ascii"
+                target.write(text.encode(enc, "replace").decode(enc))
+            target.flush()
+        except (OSError, ValueError):
+            self._broken.add(id(target))
+
+
+__all__ = ["OutputSink"]

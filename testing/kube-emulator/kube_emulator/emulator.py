@@ -1,0 +1,444 @@
+"""``KubeEmulator``: the server, its store, and what a test does with them.
+
+A test talks to the emulator two ways: through the official client (as the code under test does),
+over HTTP, with a kubeconfig from :meth:`KubeEmulator.write_kubeconfig`; and directly, through the
+methods here, to play the parts that are missing (scheduler, kubelet, controllers), to script
+faults, and to inspect state and the request log.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from . import kubelet
+from .patches import merge_patch
+from .resources import DEFAULT_CRD_DIR, ResourceType, default_crd_keys
+from .server import ApiServer
+from .store import BodyValidator, Obj, Store, ValidationFailure, now
+from .transport import Fault, RequestRecord
+
+_DEFAULT_SETTINGS = {"strict_namespaces": True, "max_object_bytes": 1_572_864}
+
+
+class KubeEmulator:
+    """A stateful Kubernetes API server on 127.0.0.1 (a free port), for tests.
+
+    ``crds`` names the CRDs installed after every :meth:`reset` (default: every file under
+    ``crd_dir``, which defaults to the ``crds`` directory of this package).
+    """
+
+    def __init__(
+        self,
+        *,
+        crd_dir: Path = DEFAULT_CRD_DIR,
+        crds: Iterable[str] | None = None,
+        history_limit: int = 10_000,
+        token: str | None = None,
+    ) -> None:
+        self.store = Store(crd_dir, history_limit)
+        self._history_limit = history_limit
+        self.default_crds = default_crd_keys(self.store.available_crds) if crds is None else list(crds)
+        self.token = token if token is not None else secrets.token_hex(16)
+        self._api = ApiServer(self.store, self.token)
+        self.url = ""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> KubeEmulator:
+        self.url = self._api.start()
+        self.reset()
+        return self
+
+    def stop(self) -> None:
+        self.end_streams()
+        self._api.stop()
+
+    def __enter__(self) -> KubeEmulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def reset(self, crds: Iterable[str] | None = None) -> None:
+        """Back to a fresh cluster: default namespaces, the given (or default) CRDs, no faults, no
+        request log, no body validator. Open watch and log streams end. Costs about a millisecond."""
+        self._api.faults.clear()
+        self._api.requests.clear()
+        self._api.server_errors.clear()
+        self._api.watch_timeout = 60.0
+        self._api.follow_timeout = 60.0
+        for key, value in _DEFAULT_SETTINGS.items():
+            setattr(self.store, key, value)
+        self.store.body_validator = None
+        self.store.history_limit = self._history_limit
+        self.store.reset(self.default_crds if crds is None else crds)
+
+    def end_streams(self) -> None:
+        """End every open watch and followed log (they see the cluster 'restart')."""
+        with self.store.cond:
+            self.store.generation += 1
+            self.store.cond.notify_all()
+
+    # ------------------------------------------------------------------ client configuration
+
+    def kubeconfig(self, namespace: str = "default", context: str = "kube-emulator") -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {"token": self.token}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
+            "current-context": context,
+        }
+
+    def write_kubeconfig(self, path: Path | str, namespace: str = "default", context: str = "kube-emulator") -> Path:
+        path = Path(path)
+        path.write_text(yaml.safe_dump(self.kubeconfig(namespace, context)))
+        return path
+
+    def api_client(self, kubeconfig: Path | str) -> Any:
+        """An ``ApiClient`` built from that kubeconfig file alone (never $KUBECONFIG or global state)."""
+        from kubernetes import client, config
+
+        cfg = type.__call__(client.Configuration)
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg, persist_config=False)
+        cfg.proxy = None  # loopback: never through an HTTP(S)_PROXY from the environment
+        return client.ApiClient(configuration=cfg)
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def body_validator(self) -> BodyValidator | None:
+        """``callable(obj) -> list[str]`` run on every body the client creates, replaces or patches
+        (the resulting object for patches); messages become a 422 with one cause each."""
+        return self.store.body_validator
+
+    @body_validator.setter
+    def body_validator(self, fn: BodyValidator | None) -> None:
+        self.store.body_validator = fn
+
+    @property
+    def validation_failures(self) -> list[ValidationFailure]:
+        return list(self.store.validation_failures)
+
+    @property
+    def watch_timeout(self) -> float:
+        """Seconds a watch without ``timeoutSeconds`` stays open (default 60)."""
+        return self._api.watch_timeout
+
+    @watch_timeout.setter
+    def watch_timeout(self, seconds: float) -> None:
+        self._api.watch_timeout = seconds
+
+    @property
+    def follow_timeout(self) -> float:
+        """Seconds a followed log stays open at most if its container never ends (default 60)."""
+        return self._api.follow_timeout
+
+    @follow_timeout.setter
+    def follow_timeout(self, seconds: float) -> None:
+        self._api.follow_timeout = seconds
+
+    @property
+    def history_limit(self) -> int:
+        """How many watch events are kept; older ones are compacted (a watch from before them gets 410)."""
+        return self.store.history_limit
+
+    @history_limit.setter
+    def history_limit(self, events: int) -> None:
+        self.store.history_limit = events
+
+    @property
+    def server_errors(self) -> list[str]:
+        """Tracebacks of emulator bugs (answered 500); the pytest fixture fails a test that has any."""
+        return list(self._api.server_errors)
+
+    # ------------------------------------------------------------------ CRDs
+
+    @property
+    def available_crds(self) -> list[str]:
+        """Keys for :meth:`install_crds`: CRD names (file stems where two files define one CRD)."""
+        return sorted(self.store.available_crds)
+
+    def installed_crds(self) -> list[str]:
+        """Names of the CRDs the cluster has now."""
+        return sorted(o["metadata"]["name"] for o in self.objects("customresourcedefinitions"))
+
+    def install_crds(self, names: Iterable[str]) -> None:
+        self.store.install_crds(names)
+
+    def uninstall_crds(self, names: Iterable[str]) -> None:
+        """Remove CRDs and every object of theirs (discovery stops listing the group)."""
+        self.store.uninstall_crds(names)
+
+    # ------------------------------------------------------------------ objects
+
+    def resource(self, name: str, api_version: str | None = None) -> ResourceType:
+        return self.store.registry.resolve(name, api_version)
+
+    def create(self, obj: Mapping[str, Any]) -> Obj:
+        """Store an object as a controller would, ``status`` included; defaults and validation apply."""
+        rt = self.store.registry.for_object(dict(obj))
+        meta = obj.get("metadata") or {}
+        return copy.deepcopy(self.store.create(rt, meta.get("namespace"), dict(obj), trusted=True))
+
+    def update(self, obj: Mapping[str, Any]) -> Obj:
+        """Replace an object wholesale, ``status`` included, without resourceVersion checks."""
+        rt = self.store.registry.for_object(dict(obj))
+        return copy.deepcopy(self.store.write(rt, copy.deepcopy(dict(obj))))
+
+    def find(self, resource: str, name: str, namespace: str | None = "default") -> Obj | None:
+        obj = self.store.find(self.resource(resource), namespace, name)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def get(self, resource: str, name: str, namespace: str | None = "default") -> Obj:
+        """The stored object (a copy); raises :class:`~kube_emulator.errors.ApiError` 404 if missing."""
+        return copy.deepcopy(self.store.get(self.resource(resource), namespace, name))
+
+    def objects(self, resource: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        """Stored objects of a type (all namespaces unless one is given), sorted by namespace and name."""
+        items, _ = self.store.list_objects(self.resource(resource), namespace, label_selector)
+        return copy.deepcopy(items)
+
+    def patch_status(
+        self, resource: str, name: str, status: Mapping[str, Any], namespace: str | None = "default"
+    ) -> Obj:
+        """Merge-patch ``status`` (a controller's status update); ``None`` values delete keys."""
+        with self.store.cond:
+            rt = self.resource(resource)
+            obj = copy.deepcopy(self.store.get(rt, namespace, name))
+            obj["status"] = merge_patch(obj.get("status") or {}, dict(status))
+            return copy.deepcopy(self.store.write(rt, obj))
+
+    def delete(
+        self, resource: str, name: str, namespace: str | None = "default", propagation: str | None = "Background"
+    ) -> None:
+        self.store.delete(self.resource(resource), namespace, name, propagation=propagation)
+
+    # ------------------------------------------------------------------ scheduler, kubelet, controllers
+
+    def set_pod_phase(
+        self,
+        namespace: str,
+        name: str,
+        phase: str,
+        *,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        message: str | None = None,
+        restart: bool = False,
+        container: str | None = None,
+        pod_reason: str | None = None,
+        node_name: str | None = None,
+    ) -> Obj:
+        """Move a pod to ``phase`` with the status a kubelet would write (see :func:`kubelet.apply_phase`).
+
+        ``set_pod_phase(ns, p, "Pending", reason="Unschedulable")`` leaves it unscheduled with a
+        PodScheduled=False condition; ``"Failed", exit_code=137, reason="OOMKilled"`` terminates
+        it; ``"Running", restart=True, exit_code=1`` records a crash and restart (the log so far
+        becomes ``previous``).
+        """
+        with self.store.cond:
+            pods = self.resource("pods")
+            pod = copy.deepcopy(self.store.get(pods, namespace, name))
+            restarted = kubelet.apply_phase(
+                pod,
+                phase,
+                now=now(),
+                exit_code=exit_code,
+                reason=reason,
+                message=message,
+                restart=restart,
+                container=container,
+                pod_reason=pod_reason,
+                node_name=node_name,
+            )
+            for c in restarted:
+                self.store.logs.restart(pod["metadata"]["uid"], c)
+            return copy.deepcopy(self.store.write(pods, pod))
+
+    def append_log(self, namespace: str, pod: str, text: str, container: str | None = None) -> None:
+        """Append lines to a container's current log (the only container if ``container`` is None).
+        A followed log sees them at once."""
+        with self.store.cond:
+            obj = self.store.get(self.resource("pods"), namespace, pod)
+            spec = obj["spec"]
+            containers = [c["name"] for c in spec.get("containers") or []]
+            names = containers + [c["name"] for c in spec.get("initContainers") or []]
+            if container is None:
+                if len(containers) != 1:
+                    raise ValueError(f"pod {pod} has containers {containers}: name one")
+                container = containers[0]
+            if container not in names:
+                raise ValueError(f"pod {pod} has no container {container!r} (has {names})")
+            self.store.logs.append(obj["metadata"]["uid"], container, text)
+            self.store.cond.notify_all()
+
+    def add_event(
+        self,
+        involved: Mapping[str, Any],
+        reason: str,
+        message: str,
+        type: str = "Normal",
+        *,
+        component: str = "kubelet",
+        count: int = 1,
+    ) -> Obj:
+        """Record a core/v1 Event about ``involved`` (a stored object, or at least kind/name/namespace)."""
+        meta = involved.get("metadata") or {}
+        kind = involved.get("kind") or "Pod"
+        name = meta.get("name") or involved.get("name")
+        namespace = meta.get("namespace") or involved.get("namespace") or "default"
+        ref: dict[str, Any] = {
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "apiVersion": involved.get("apiVersion") or "v1",
+        }
+        for src, dst in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
+            if meta.get(src) or involved.get(src):
+                ref[dst] = meta.get(src) or involved.get(src)
+        t = now()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "count": count,
+            "firstTimestamp": t,
+            "lastTimestamp": t,
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": "",
+        }
+        return self.create(event)
+
+    def create_job_pods(
+        self, namespace: str, job: str, count: int | None = None, indexes: Iterable[int] | None = None
+    ) -> list[Obj]:
+        """Create a Job's pods the way the Job controller does (labels, ownerReference, and for
+        Indexed Jobs the completion index label/annotation, ``JOB_COMPLETION_INDEX`` and the
+        ``<job>-<index>`` hostname). Default: ``parallelism`` pods (capped by ``completions``)."""
+        with self.store.cond:
+            obj = self.store.get(self.resource("jobs"), namespace, job)
+            spec = obj["spec"]
+            indexed = spec.get("completionMode") == "Indexed"
+            if indexes is None:
+                n = spec.get("parallelism", 1)
+                if spec.get("completions") is not None:
+                    n = min(n, spec["completions"])
+                indexes = range(n if count is None else count)
+            owner = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job,
+                "uid": obj["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+            pods = []
+            for i in indexes:
+                template = copy.deepcopy(spec["template"])
+                tmeta = template.get("metadata") or {}
+                labels = dict(tmeta.get("labels") or {})
+                annotations = dict(tmeta.get("annotations") or {})
+                pod_spec = template["spec"]
+                if indexed:
+                    labels["batch.kubernetes.io/job-completion-index"] = str(i)
+                    annotations["batch.kubernetes.io/job-completion-index"] = str(i)
+                    pod_spec.setdefault("hostname", f"{job}-{i}")
+                    index_env = {
+                        "name": "JOB_COMPLETION_INDEX",
+                        "valueFrom": {
+                            "fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}
+                        },
+                    }
+                    for c in (pod_spec.get("initContainers") or []) + pod_spec.get("containers", []):
+                        c.setdefault("env", []).append(dict(index_env))
+                pod = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "generateName": f"{job}-{i}-" if indexed else f"{job}-",
+                        "namespace": namespace,
+                        "labels": labels,
+                        "annotations": annotations,
+                        "ownerReferences": [owner],
+                    },
+                    "spec": pod_spec,
+                }
+                pods.append(self.create(pod))
+            return pods
+
+    def compact(self) -> None:
+        """Forget the watch history: resuming a watch from any earlier resourceVersion gets 410."""
+        self.store.compact()
+
+    # ------------------------------------------------------------------ faults
+
+    def _fault(self, method: str | None, path_regex: str | None, **kwargs: Any) -> Fault:
+        fault = Fault(method.upper() if method else None, re.compile(path_regex) if path_regex else None, **kwargs)
+        self._api.faults.append(fault)
+        return fault
+
+    def fail_next(
+        self,
+        method: str | None = None,
+        path_regex: str | None = None,
+        status: int = 500,
+        *,
+        times: int = 1,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> Fault:
+        """The next ``times`` matching requests fail with ``status`` before anything else happens
+        (nothing is stored). ``path_regex`` is searched in the URL path; 429 gets ``Retry-After: 1``
+        unless ``retry_after`` says otherwise."""
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        return self._fault(method, path_regex, status=status, times=times, message=message, retry_after=retry_after)
+
+    def drop_next(self, method: str | None = None, path_regex: str | None = None, *, times: int = 1) -> Fault:
+        """Close the connection of the next matching requests without any response (nothing stored).
+        urllib3 retries idempotent methods on a dropped connection, so a GET may need ``times > 1``."""
+        return self._fault(method, path_regex, status=None, times=times, drop=True)
+
+    def delay_next(
+        self, seconds: float, method: str | None = None, path_regex: str | None = None, *, times: int = 1
+    ) -> Fault:
+        """Hold the next matching requests for ``seconds`` before handling them normally."""
+        return self._fault(method, path_regex, status=None, times=times, delay=seconds)
+
+    def clear_faults(self) -> None:
+        self._api.faults.clear()
+
+    # ------------------------------------------------------------------ request log
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        return list(self._api.requests)
+
+    def count_requests(self, method: str | None = None, path_regex: str | None = None) -> int:
+        pattern = re.compile(path_regex) if path_regex else None
+        return sum(
+            1
+            for r in self._api.requests
+            if (method is None or r.method == method.upper()) and (pattern is None or pattern.search(r.path))
+        )
+
+    def clear_requests(self) -> None:
+        self._api.requests.clear()

@@ -1,0 +1,130 @@
+"""Helpers shared by the render tests: find pod templates in any flavor's objects, and run a container
+the way the kubelet would (its env list with `$(VAR)` expansion, then its command and args expanded
+against that env, then the command in a real POSIX shell).
+
+tests/kubernetes/render/test_kubelet_standin.py checks the helpers themselves, so the tests built on
+them can be trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kubetrain.jobspec import TrainJob, from_dict
+
+Manifest = dict[str, Any]
+
+SHELLS = [s for s in ("dash", "bash", "busybox") if shutil.which(s)]
+"""POSIX shells on this machine; the script must behave the same in each."""
+
+_KUBE_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+# Prints what the program would see: its argv and environment.
+DUMP = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}))"
+
+
+def make_job(spec: dict[str, Any], name: str = "demo", **metadata: Any) -> TrainJob:
+    spec = {"image": "registry.example.com/train:1", **spec}
+    return from_dict({"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob",
+                      "metadata": {"name": name, **metadata}, "spec": spec})
+
+
+def pod_templates(objects: list[Manifest]) -> dict[str, Manifest]:
+    """Role → pod template, whatever the flavor."""
+    out: dict[str, Manifest] = {}
+    for obj in objects:
+        kind, spec = obj["kind"], obj.get("spec", {})
+        if obj["apiVersion"] == "batch/v1" and kind == "Job":
+            out[obj["metadata"]["labels"]["kubetrain.dev/role"]] = spec["template"]
+        elif kind == "JobSet":
+            for rjob in spec["replicatedJobs"]:
+                out[rjob["name"]] = rjob["template"]["spec"]["template"]
+        elif obj["apiVersion"].startswith("batch.volcano.sh/"):
+            for task in spec["tasks"]:
+                out[task["name"]] = task["template"]
+        elif obj["apiVersion"] == "kubeflow.org/v1":
+            key = next(k for k in spec if k.endswith("ReplicaSpecs"))
+            for rtype, rspec in spec[key].items():
+                out[rtype.lower()] = rspec["template"]
+    return out
+
+
+def pod_specs(objects: list[Manifest]) -> list[Manifest]:
+    return [t["spec"] for t in pod_templates(objects).values()]
+
+
+def main_container(template: Manifest) -> Manifest:
+    containers: list[Manifest] = template["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def expand(raw: str, env: Mapping[str, str]) -> str:
+    """The kubelet's expansion of an env value: `$$` → `$`, `$(NAME)` → a variable defined before it,
+    anything else as written."""
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+
+    return _KUBE_REF.sub(sub, raw)
+
+
+def kubelet_env(container: Manifest, pod_fields: Mapping[str, str], engine: Mapping[str, str],
+                appended: Mapping[str, str] | None = None,
+                secrets: Mapping[tuple[str, str], str] | None = None) -> dict[str, str]:
+    """The environment the kubelet gives `container`: what the engine injects (JOB_COMPLETION_INDEX,
+    VK_TASK_INDEX, ...), then the env list in order, each value expanded against the ones before, then
+    what an operator appends to the list (the training operator's MASTER_ADDR, RANK, ...: last wins).
+    `secrets`: (Secret name, key) → value, for `secretKeyRef`s."""
+    env = dict(engine)
+    for item in container.get("env", []):
+        source = item.get("valueFrom", {})
+        if "value" in item:
+            env[item["name"]] = expand(item["value"], env)
+        elif "fieldRef" in source:
+            env[item["name"]] = pod_fields[source["fieldRef"]["fieldPath"]]
+        elif "secretKeyRef" in source and secrets is not None:
+            ref = source["secretKeyRef"]
+            env[item["name"]] = secrets[(ref["name"], ref["key"])]
+        else:
+            raise AssertionError(f"test helper cannot resolve {item}")
+    env.update(appended or {})
+    return env
+
+
+def run_container(
+    container: Manifest,
+    env: Mapping[str, str],
+    *,
+    shell: str = "dash",
+    path_dir: Path | None = None,
+    program: list[str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[int, dict[str, Any] | None, str]:
+    """Run the container's command + args with `env`, its program replaced by one that prints its argv
+    and env. Returns (exit code, what the program saw or None, stderr).
+
+    As the kubelet does, `$(VAR)` in command and args is expanded against the container's env (every
+    variable of it, not only earlier ones) before the shell sees them."""
+    command = [expand(word, env) for word in container["command"]]
+    assert command[:2] == ["/bin/sh", "-c"]
+    args = [expand(word, env) for word in container.get("args", [])]
+    argv = [shutil.which(shell) or shell, *command[1:], *(program or [sys.executable, "-c", DUMP]), *args]
+    run_env = dict(env)
+    path = os.environ.get("PATH", "")
+    run_env["PATH"] = f"{path_dir}:{path}" if path_dir else path
+    proc = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=60, cwd=cwd)
+    seen = json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.startswith("{") else None
+    return proc.returncode, seen, proc.stderr
+
+
+SHELL_NOISE = {"PATH", "PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}  # shells and Python add these
