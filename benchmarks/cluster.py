@@ -13,7 +13,7 @@ Latency: from the moment the emulator records an event (a replica fails; the eng
 Succeeded) to the moment ``run`` reports it (``on_event``). A client polling every P seconds would
 show it after P/2 on average (P for the worst case).
 
-The emulator plays the controllers and the kubelet exactly as the tests do (tests/support/cluster.py).
+The emulator plays the controllers (``kube_emulator.controllers``) and the kubelet exactly as the tests do.
 """
 
 from __future__ import annotations
@@ -30,20 +30,32 @@ import time
 from pathlib import Path
 from typing import Any
 
-# kubetrain and kube_emulator are installed (scripts/test.sh); the controllers played on the emulator are
-# the tests' own (tests/support/cluster.py), imported from the repository root as tests.support.cluster.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
-
+# kubetrain and kube_emulator are installed (scripts/test.sh): nothing is imported from the repository.
+from kube_emulator.controllers import Controllers
 from kube_emulator.emulator import KubeEmulator
 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
-from kubetrain.backends.kubernetes.client import RetryPolicy
+from kubetrain.backends.kubernetes.client.retry import RetryPolicy
+from kubetrain.backends.kubernetes.flavors import FLAVORS
+from kubetrain.contract.labels import JOB_LABEL, ROLE_LABEL
 from kubetrain.jobspec import from_dict
 from kubetrain.terminal import OutputSink
-from tests.support.cluster import FLAVORS, Controllers, job_doc
+
+os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
 
 REPLICAS = 2
+IMAGE = "busybox:1.36"
+
+
+def job_doc(name: str, replicas: int = REPLICAS) -> dict[str, Any]:
+    """The measured job: replicas running ``echo hello`` (the emulator's kubelet plays what they print)."""
+    spec = {"framework": "pytorch", "replicas": replicas, "image": IMAGE, "run": {"exec": ["sh", "-c", "echo hello"]},
+            "resources": {"cpu": "10m", "memory": "16Mi"}}
+    return {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
+
+
+def controllers(emu: KubeEmulator) -> Controllers:
+    return Controllers(emu, "default", job_label=JOB_LABEL, role_label=ROLE_LABEL)
 
 
 def _wait(cond: Any, timeout: float = 10.0) -> None:
@@ -57,7 +69,7 @@ def _wait(cond: Any, timeout: float = 10.0) -> None:
 class Run:
     """``backend.run`` in a thread; events timestamped as they are reported."""
 
-    def __init__(self, backend: KubernetesBackend, doc: dict[str, Any], flavor: str) -> None:
+    def __init__(self, backend: KubernetesBackend, doc: dict[str, Any]) -> None:
         self.events: list[tuple[float, str]] = []
         self.result: Any = None
         sink = OutputSink(out=io.StringIO(), err=io.StringIO(), color=False)
@@ -66,7 +78,7 @@ class Run:
             self.events.append((time.perf_counter(), text))
 
         def run() -> None:
-            self.result = backend.run(from_dict(doc), flavor=flavor, sink=sink, on_event=on_event)
+            self.result = backend.run(from_dict(doc), sink=sink, on_event=on_event)
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -82,17 +94,17 @@ class Run:
 
 
 def _root_created(emu: KubeEmulator, flavor: str, name: str) -> bool:
-    kind = {"job": "jobs", "jobset": "jobsets", "volcano": "jobs.batch.volcano.sh", "kubeflow": "pytorchjobs"}[flavor]
-    return bool(emu.objects(kind, "default", label_selector=f"kubetrain.dev/job={name}"))
+    kind = str(FLAVORS[flavor].resources[0])  # a PyTorch job: the first kind is the one rendered (kubeflow too)
+    return bool(emu.objects(kind, "default", label_selector=f"{JOB_LABEL}={name}"))
 
 
 def requests_per_job(emu: KubeEmulator, backend: KubernetesBackend, flavor: str, steps: int) -> dict[str, Any]:
     name = f"req-{flavor}-{steps}"
-    controllers = Controllers(emu, "default")
+    played = controllers(emu)
     emu.clear_requests()
-    run = Run(backend, job_doc(name, replicas=REPLICAS), flavor)
+    run = Run(backend, job_doc(name))
     _wait(lambda: _root_created(emu, flavor, name))
-    pods = controllers.create_pods(flavor, name)
+    pods = played.create_pods(flavor, name)
     for pod in pods.values():
         emu.set_pod_phase("default", pod, "Running")
     for step in range(steps):
@@ -103,7 +115,7 @@ def requests_per_job(emu: KubeEmulator, backend: KubernetesBackend, flavor: str,
                 emu.patch_status("pods", pod, {"message": f"step {step}"})
     for pod in pods.values():
         emu.set_pod_phase("default", pod, "Succeeded", exit_code=0)
-    controllers.conclude(flavor, name, "Succeeded")
+    played.conclude(flavor, name, "Succeeded")
     run.thread.join(30)
     if run.result is None or run.result.exit_code != 0:
         raise RuntimeError(f"{name} did not succeed: {run.result}")
@@ -118,10 +130,10 @@ def requests_per_job(emu: KubeEmulator, backend: KubernetesBackend, flavor: str,
 def latency(emu: KubeEmulator, backend: KubernetesBackend, flavor: str, index: int) -> dict[str, float]:
     """Seconds from a replica's failure to its report, and from the engine's verdict to the job's end."""
     name = f"lat-{flavor}-{index}"
-    controllers = Controllers(emu, "default")
-    run = Run(backend, job_doc(name, replicas=REPLICAS), flavor)
+    played = controllers(emu)
+    run = Run(backend, job_doc(name))
     _wait(lambda: _root_created(emu, flavor, name))
-    pods = controllers.create_pods(flavor, name)
+    pods = played.create_pods(flavor, name)
     for pod in pods.values():
         emu.set_pod_phase("default", pod, "Running")
     run.when(f"job {name} Running")
@@ -129,7 +141,7 @@ def latency(emu: KubeEmulator, backend: KubernetesBackend, flavor: str, index: i
     emu.set_pod_phase("default", pods["worker-1"], "Failed", exit_code=3)
     replica = run.when("worker-1 failed") - t0
     t1 = time.perf_counter()
-    controllers.conclude(flavor, name, "Failed")
+    played.conclude(flavor, name, "Failed")
     job = run.when(f"job {name} Failed") - t1
     run.thread.join(30)
     return {"replica": replica, "job": job}
@@ -143,12 +155,12 @@ def measure(steps: list[int], repeats: int, flavors: list[str]) -> dict[str, Any
         for flavor in flavors:
             for n in steps:
                 emu.reset()
-                backend = KubernetesBackend(kubeconfig=kubeconfig, retry=RetryPolicy(base=0.01, cap=0.1),
-                                            log_grace=0.5)
+                backend = KubernetesBackend(kubeconfig=kubeconfig, flavor=flavor,
+                                            retry=RetryPolicy(base=0.01, cap=0.1), log_grace=0.5)
                 rows.append(requests_per_job(emu, backend, flavor, n))
                 backend.close()
             emu.reset()
-            backend = KubernetesBackend(kubeconfig=kubeconfig, log_grace=0.5)
+            backend = KubernetesBackend(kubeconfig=kubeconfig, flavor=flavor, log_grace=0.5)
             samples = [latency(emu, backend, flavor, i) for i in range(repeats)]
             backend.close()
             lat[flavor] = {k: [s[k] for s in samples] for k in ("replica", "job")}

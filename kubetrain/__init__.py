@@ -6,9 +6,18 @@ The public API. Names are imported on first use so `import kubetrain` (and the C
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from .contract.choices import DEFAULT_FLAVOR
 
 if TYPE_CHECKING:
+    from .backends.base import Backend, RunResult, open_backend
+    from .backends.kubernetes.client.errors import KubernetesError
+    from .backends.local.backend import LocalError
+    from .backends.local.store import StoreError
+    from .contract.errors import KubetrainError, UsageError
+    from .contract.logs import LogRecord, LogSink
     from .jobspec import (
         DistributedConfig,
         JobSpec,
@@ -27,6 +36,16 @@ if TYPE_CHECKING:
     from .status import JobPhase, JobStatus
 
 _EXPORTS = {
+    "Backend": "backends.base",
+    "RunResult": "backends.base",
+    "open_backend": "backends.base",
+    "KubetrainError": "contract.errors",
+    "UsageError": "contract.errors",
+    "LocalError": "backends.local.backend",
+    "StoreError": "backends.local.store",
+    "KubernetesError": "backends.kubernetes.client.errors",
+    "LogRecord": "contract.logs",
+    "LogSink": "contract.logs",
     "TrainJob": "jobspec",
     "JobSpec": "jobspec",
     "Metadata": "jobspec",
@@ -46,22 +65,32 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Backend",
     "DistributedConfig",
     "JobPhase",
     "JobSpec",
     "JobStatus",
+    "KubernetesError",
+    "KubetrainError",
+    "LocalError",
+    "LogRecord",
+    "LogSink",
     "Metadata",
     "Plan",
     "Resources",
     "RoleSpec",
     "Run",
     "RunPolicy",
+    "RunResult",
     "SpecError",
+    "StoreError",
     "TrainJob",
+    "UsageError",
     "from_dict",
     "load",
     "load_file",
     "load_text",
+    "open_backend",
     "plan",
     "render",
     "run",
@@ -81,28 +110,38 @@ def load(path: str, *, overrides: list[str] | None = None) -> TrainJob:
     return load_file(path, overrides=overrides or [])
 
 
-def render(job: TrainJob, flavor: str = "job", namespace: str | None = None) -> list[dict[str, Any]]:
-    """Kubernetes manifests for `job` (plain dicts): flavor job | jobset | volcano | kubeflow."""
+def render(job: TrainJob, flavor: str = DEFAULT_FLAVOR, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Kubernetes manifests for `job` (plain dicts): flavor job | jobset | volcano | kubeflow (UsageError
+    for another)."""
     from .backends.kubernetes.render import render_job
 
     objects, _warnings = render_job(job, flavor, namespace)
     return objects
 
 
-def run(job: TrainJob, *, base_dir: str = ".", detach: bool = False) -> JobStatus:
-    """Run `job` on the local backend. Attached: returns the final status; detached: the initial one."""
-    from pathlib import Path
+def run(
+    job: TrainJob,
+    *,
+    backend: str = "local",
+    detach: bool = False,
+    dry_run: Literal["client", "server"] | None = None,
+    sink: LogSink | None = None,
+    on_event: Callable[[str], None] | None = None,
+    base_dir: str | None = None,
+    **options: Any,
+) -> RunResult:
+    """Run `job` on `backend`: the same call `kubetrain run` makes.
 
-    from .backends.local.backend import LocalBackend
+    Attached (the default), returns when the job has ended, `result.status` its final status; replicas'
+    output goes to `sink` (None: only to the backend's logs; `kubetrain.terminal.OutputSink()` prints it
+    as the CLI does) and kubetrain's own messages to `on_event`. Detached, returns once it is started.
+    `base_dir`: where relative paths of the job resolve (default: the job file's folder, see
+    `TrainJob.base_dir`, else the current folder). `options` open the backend (`open_backend`): e.g.
+    `namespace=`, `flavor=` on Kubernetes, `preload=` locally.
+    """
+    from .backends.base import open_backend
 
-    backend = LocalBackend()
-    try:
-        job_id, _plan = backend.create(job, Path(base_dir))
-        if backend.status(job_id).phase.value != "Suspended":
-            if detach:
-                backend.start_detached(job_id)
-            else:
-                backend.run_attached(job_id, None)
-        return backend.status(job_id)
-    finally:
-        backend.close()
+    if base_dir is not None:
+        job = job.with_base_dir(base_dir)
+    with open_backend(backend, **options) as opened:
+        return opened.run(job, detach=detach, dry_run=dry_run, sink=sink, on_event=on_event)

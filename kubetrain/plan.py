@@ -5,6 +5,10 @@ and argv, with values still symbolic in the replica's index (`frameworks.values`
 turns `Plan.roles` into one pod template per role, so a manifest serves every replica; the local backend
 expands `Plan.replicas` (computed on first use) into processes. Both read the same wiring, so the env
 contract cannot drift between them.
+
+The user's own env list is not wired here: each backend passes it on as it must (the render lists it in
+the container for the kubelet to expand; the local launch record, `backends/local/launch.py`, expands it
+per process with the kubelet's rules), so `ProcessPlan.env` is the framework's env alone.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .contract import expansion
 from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
 from .jobspec import JobSpec, ReplicaSettings, TrainJob
 from .restart_policy import RestartRules
@@ -30,6 +33,7 @@ class ProcessPlan:
     """Stable name shown as the output prefix: `worker-1`, or `worker-1.0` with several processes."""
     argv: tuple[str, ...]
     env: dict[str, str]
+    """The framework's env (the user's env list is the backend's to add, see the module doc)."""
     local_rank: int = 0
 
 
@@ -61,7 +65,6 @@ class Plan:
     files: dict[str, str] = field(default_factory=dict)
     files_dir: str = FILES_DIR_PLACEHOLDER
     restart: RestartRules = field(default_factory=RestartRules)
-    warnings: tuple[str, ...] = ()
 
     @cached_property
     def replicas(self) -> tuple[ReplicaPlan, ...]:
@@ -69,9 +72,8 @@ class Plan:
         out: list[ReplicaPlan] = []
         for wiring in self.roles:
             settings = self.settings[wiring.role]
-            user_env, _notes = user_environment(settings, wiring.role)
             for index in range(wiring.replicas):
-                out.append(_replica(wiring.role, index, wiring, self.topology, settings, user_env, self.name))
+                out.append(_replica(wiring.role, index, wiring, self.topology, settings))
         return tuple(out)
 
     @property
@@ -79,7 +81,8 @@ class Plan:
         return [p for r in self.replicas for p in r.processes]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able view for `kubetrain run --dry-run -o json` and the job store."""
+        """JSON-able view of the wiring, replica by replica (the framework's env only; the local backend's
+        launch record, which `kubetrain run --dry-run` prints, adds the user's)."""
         return {
             "name": self.name,
             "framework": self.job.spec.framework.value,
@@ -97,7 +100,6 @@ class Plan:
                 }
                 for r in self.replicas
             ],
-            "warnings": list(self.warnings),
         }
 
 
@@ -145,7 +147,6 @@ def plan(
     wire = support_of(spec.framework).wire
     wirings: list[RoleWiring] = []
     files: dict[str, str] = {}
-    warnings: list[str] = []
     settings_of = {role: settings_for(spec, role) for role in topology.roles}
     role_procs = {role: procs_per_replica(settings) for role, settings in settings_of.items()}
     for role in topology.roles:
@@ -156,7 +157,6 @@ def plan(
         wiring = wire(ctx)
         wirings.append(wiring)
         files.update(wiring.files)
-        warnings += user_environment(settings, role)[1]
     policy = spec.run_policy
     codes = spec.exit_codes
     rules = RestartRules(
@@ -175,7 +175,6 @@ def plan(
         files,
         files_dir,
         rules,
-        tuple(dict.fromkeys(warnings)),
     )
 
 
@@ -187,59 +186,16 @@ def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
     return spec.role_settings(role)
 
 
-def _replica(
-    role: str,
-    index: int,
-    wiring: RoleWiring,
-    topology: Topology,
-    settings: ReplicaSettings,
-    user_env: list[tuple[str, str]],
-    job_name: str,
-) -> ReplicaPlan:
+def _replica(role: str, index: int, wiring: RoleWiring, topology: Topology, settings: ReplicaSettings) -> ReplicaPlan:
     host = topology.host(role, index)
     base = {k: resolve(v, index, topology) for k, v in wiring.env.items()}
     processes = []
     many = len(wiring.processes) > 1
     for proc in wiring.processes:
         env = {**base, **{k: resolve(v, index, topology) for k, v in proc.env.items()}}
-        pod_fields = {"metadata.name": f"{job_name}-{role}-{index}", "status.podIP": host, "status.hostIP": host}
-        env.update(expand_user_env(user_env, env, pod_fields))
         key = f"{role}-{index}.{proc.local_rank}" if many else f"{role}-{index}"
         processes.append(ProcessPlan(key, proc.argv, env, proc.local_rank))
     return ReplicaPlan(role, index, host, tuple(processes), settings)
-
-
-_FIELD = "\0field:"
-
-
-def user_environment(settings: ReplicaSettings, role: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """The user's env as (name, raw value) in order; `valueFrom` field refs kept as markers. What cannot
-    exist outside a pod (Secrets, ConfigMaps) is left out, with a warning naming it — never its value."""
-    out: list[tuple[str, str]] = []
-    warnings: list[str] = []
-    for var in settings.env or []:
-        if var.value_from is None:
-            out.append((var.name, var.value or ""))
-        elif var.value_from.field_ref is not None:
-            out.append((var.name, _FIELD + var.value_from.field_ref.field_path))
-        else:
-            warnings.append(f"env {var.name} (role {role}) comes from a Secret/ConfigMap/resource: not set locally")
-    if settings.env_from:
-        warnings.append(f"envFrom (role {role}) reads ConfigMaps/Secrets: not set locally")
-    return out, warnings
-
-
-def expand_user_env(
-    user_env: list[tuple[str, str]], base: dict[str, str], pod_fields: dict[str, str]
-) -> dict[str, str]:
-    """Kubernetes' `$(VAR)` expansion of env values (earlier variables only; `$$` escapes), so an env
-    list behaves locally as it does in a pod."""
-    env = dict(base)
-    out: dict[str, str] = {}
-    for name, raw in user_env:
-        value = pod_fields.get(raw[len(_FIELD):], "") if raw.startswith(_FIELD) else expansion.expand(raw, env)
-        env[name] = out[name] = value
-    return out
 
 
 __all__ = [

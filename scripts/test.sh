@@ -19,6 +19,8 @@ python3 -m venv .venv
 
 echo "== ruff"
 .venv/bin/ruff check kubetrain tests benchmarks testing
+echo "== import layers (import-linter)"
+.venv/bin/lint-imports
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.jobspec import JobSpec, Metadata, TrainJob, from_dict, load_file
 from kubetrain.jobspec.mounts import MOUNT_TYPES
 from kubetrain.plan import Plan, plan
@@ -57,6 +58,11 @@ def load_example(name: str) -> TrainJob:
 
 def planned(name: str) -> Plan:
     return plan(load_example(name))
+
+
+def launched(name: str) -> LaunchRecord:
+    """What the example's replicas start with locally: the plan plus the user's env (the launch record)."""
+    return LaunchRecord.from_plan(planned(name))
 
 
 def test_every_example_has_expectations() -> None:
@@ -133,7 +139,7 @@ def test_mpi_hostfile_and_launcher() -> None:
 
 
 def test_jax_env() -> None:
-    envs = [p.env for p in planned("jax-env").processes]
+    envs = [p.env for p in launched("jax-env").processes]
     assert [e["JAX_PROCESS_ID"] for e in envs] == ["0", "1"]
     assert {e["JAX_NUM_PROCESSES"] for e in envs} == {"2"}
     assert len({e["JAX_COORDINATOR_ADDRESS"] for e in envs}) == 1
@@ -151,7 +157,7 @@ def test_deepspeed_example() -> None:
 
 
 def test_generic_roles_and_overrides() -> None:
-    the_plan = planned("generic")
+    the_plan = launched("generic")
     greetings = {r.key: r.processes[0].env["GREETING"] for r in the_plan.replicas}
     assert greetings == {"server-0": "serving", "client-0": "asking", "client-1": "asking"}
     assert the_plan.replicas[1].processes[0].argv == ("python", "print_env.py", "--show-peers")
@@ -227,7 +233,7 @@ def test_jax_print_env_prints_the_contract() -> None:
 
 
 def test_generic_print_env_shows_peers() -> None:
-    the_plan = planned("generic")
+    the_plan = launched("generic")
     client = the_plan.replicas[1].processes[0]
     result = run_script("generic", client.argv, client.env)
     assert result.returncode == 0, result.stderr
@@ -238,7 +244,7 @@ def test_generic_print_env_shows_peers() -> None:
 
 
 def test_templates_hello_script() -> None:
-    process = planned("templates").processes[1]
+    process = launched("templates").processes[1]
     result = run_script("templates", process.argv, process.env)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "rank 1 of 2: hello from the job (log level info)\n"

@@ -352,10 +352,12 @@ def test_jax_env_contract() -> None:
     assert [e["JAX_PROCESS_ID"] for e in envs] == ["0", "1", "2", "3"]
 
 
-# -- user env -------------------------------------------------------------------------------------------
+# -- the user's env is the backend's ---------------------------------------------------------------------
 
 
-def test_user_env_expansion_like_kubernetes() -> None:
+def test_the_plans_env_is_the_frameworks_alone() -> None:
+    """The user's env list is each backend's to pass on (tests/local/test_launch.py: the local expansion;
+    the render lists it in the container): the plan carries the framework's env only."""
     p = make_plan(
         {
             "framework": "pytorch",
@@ -363,73 +365,14 @@ def test_user_env_expansion_like_kubernetes() -> None:
             "run": {"python": ["t.py"]},
             "env": [
                 {"name": "BASE", "value": "/data"},
-                {"name": "OUT", "value": "$(BASE)/rank-$(RANK)"},  # earlier user vars and the framework's
-                {"name": "LATER", "value": "$(DEFINED_AFTER)"},  # only earlier variables expand
-                {"name": "DEFINED_AFTER", "value": "x"},
-                {"name": "ESCAPED", "value": "$$(BASE)"},
-                {"name": "UNKNOWN", "value": "$(NOT_SET)"},
+                {"name": "RANK", "value": "99"},  # the user's value would win; not the plan's to apply
+                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "api"}}},
             ],
         }
     )
     for rank, proc in enumerate(p.processes):
-        env = proc.env
-        assert env["OUT"] == f"/data/rank-{rank}"
-        assert env["LATER"] == "$(DEFINED_AFTER)"
-        assert env["ESCAPED"] == "$(BASE)"
-        assert env["UNKNOWN"] == "$(NOT_SET)"
-
-
-def test_user_env_field_refs() -> None:
-    p = make_plan(
-        {
-            "framework": "generic",
-            "replicas": 2,
-            "run": {"python": ["t.py"]},
-            "env": [
-                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            ],
-        },
-        name="demo",
-    )
-    assert [proc.env["POD_NAME"] for proc in p.processes] == ["demo-worker-0", "demo-worker-1"]
-    assert {proc.env["POD_IP"] for proc in p.processes} == {"127.0.0.1"}
-
-
-def test_secret_refs_are_warned_about_and_not_set() -> None:
-    p = make_plan(
-        {
-            "framework": "generic",
-            "replicas": 1,
-            "run": {"python": ["t.py"]},
-            "env": [
-                {"name": "PLAIN", "value": "ok"},
-                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "api"}}},
-                {"name": "CONF", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "c"}}},
-            ],
-            "envFrom": [{"secretRef": {"name": "s3"}}],
-        }
-    )
-    env = p.processes[0].env
-    assert env["PLAIN"] == "ok"
-    assert "API_KEY" not in env and "CONF" not in env
-    warnings = "\n".join(p.warnings)
-    assert "API_KEY" in warnings and "CONF" in warnings and "envFrom" in warnings
-
-
-def test_role_env_overrides_the_jobs() -> None:
-    p = make_plan(
-        {
-            "framework": "generic",
-            "run": {"python": ["t.py"]},
-            "env": {"GREETING": "hello", "SHARED": "job"},
-            "roles": {"server": {"env": {"GREETING": "serving"}}, "client": {"replicas": 1}},
-        }
-    )
-    by_key = procs(p)
-    assert by_key["server-0"].env["GREETING"] == "serving"
-    assert by_key["client-0"].env["GREETING"] == "hello"
-    assert by_key["server-0"].env["SHARED"] == by_key["client-0"].env["SHARED"] == "job"
+        assert "BASE" not in proc.env and "API_KEY" not in proc.env
+        assert proc.env["RANK"] == str(rank)
 
 
 # -- restart rules --------------------------------------------------------------------------------------

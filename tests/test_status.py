@@ -15,10 +15,8 @@ from kubetrain.status import (
     ReplicaStatus,
     RoleCounts,
     describe_exit,
-    format_age,
-    format_describe,
-    format_table,
 )
+from kubetrain.status_text import format_age, format_describe, format_table
 
 NOW = 1_700_000_000.0
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..contract.choices import BACKEND_ALIASES
-from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, KubetrainError, UsageError
 from ..contract.logs import LogRecord, LogSink, TimeBound
 
 if TYPE_CHECKING:
@@ -37,6 +37,11 @@ BACKENDS: dict[str, str] = {
     "kubernetes": "kubetrain.backends.kubernetes.backend:KubernetesBackend",
 }
 """Backend name → `module:class`, imported on `open_backend`. `contract.choices.BACKENDS` lists the names."""
+
+
+class StillStopping(KubetrainError):
+    """`cancel` or `suspend` was accepted, but the job had not stopped when the backend stopped waiting for
+    it. The request stands; `status` tells when it has."""
 
 
 class DryRunReport(Protocol):
@@ -154,9 +159,14 @@ class Backend(Protocol):
         `follow`: go on until the job ends. `on_missing(replica, why)`: a replica with no log yet."""
         ...
 
-    def cancel(self, job_id: str) -> JobStatus: ...
+    def cancel(self, job_id: str) -> JobStatus:
+        """Stop the job's replicas; the job ends Cancelled. Raises `StillStopping` if the backend stopped
+        waiting before the job had stopped."""
+        ...
 
-    def suspend(self, job_id: str) -> JobStatus: ...
+    def suspend(self, job_id: str) -> JobStatus:
+        """Stop the job's replicas and keep the job, to `resume` later. `StillStopping` as for `cancel`."""
+        ...
 
     def resume(self, job_id: str) -> JobStatus: ...
 
@@ -199,6 +209,7 @@ __all__ = [
     "DryRunReport",
     "EventSink",
     "RunResult",
+    "StillStopping",
     "backend_name",
     "open_backend",
 ]

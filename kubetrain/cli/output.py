@@ -36,7 +36,7 @@ def say(text: str, *, quiet: bool = False) -> None:
 
 def print_jobs(jobs: Sequence[JobStatus], fmt: str | None) -> None:
     """`kubetrain list` for any backend: a kubectl-style table, `-o wide|json|yaml|name`."""
-    from ..status import format_table
+    from ..status_text import format_table
 
     if fmt in ("json", "yaml"):
         emit({"items": [j.to_dict() for j in jobs]}, fmt)

@@ -79,10 +79,12 @@ def load_text(
     overrides: Sequence[str] = (),
     template_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> TrainJob:
+    """Read one TrainJob from YAML text; `source` names it in errors, `base_dir` is where its templates and
+    relative paths resolve (as a job file's folder does)."""
     docs = parse_yaml(text, source)
     if len(docs) != 1:
         raise SpecError([FieldError((), f"expected one TrainJob, found {len(docs)} documents", file=source)])
-    return _finish(docs[0], FsPath(base_dir), overrides, template_dirs, (source,))
+    return _finish(docs[0], FsPath(base_dir), overrides, template_dirs, (source,)).with_base_dir(base_dir)
 
 
 def from_dict(

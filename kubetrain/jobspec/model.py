@@ -537,6 +537,9 @@ def _framework_role_rules(framework: Framework, roles: dict[str, RoleSpec]) -> l
 
 
 class Metadata(SpecModel):
+    """A job's name (or a prefix kubetrain completes), namespace, labels and annotations, as on any Kubernetes
+    object: labels and annotations go on every object and pod of the job."""
+
     name: str | None = None
     """Job name: a DNS-1123 label (lowercase alphanumerics and '-', ≤ 63)."""
     name_prefix: str | None = Field(

@@ -9,8 +9,12 @@ import pytest
 import yaml
 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
-from kubetrain.backends.kubernetes.capabilities import FlavorUnavailable
-from kubetrain.backends.kubernetes.client import JOBS, ApiError, ConfigError, Kube, RetryPolicy, connect
+from kubetrain.backends.kubernetes.client.config import connect
+from kubetrain.backends.kubernetes.client.errors import ApiError, ConfigError
+from kubetrain.backends.kubernetes.client.kube import Kube
+from kubetrain.backends.kubernetes.client.resources import JOBS
+from kubetrain.backends.kubernetes.client.retry import RetryPolicy
+from kubetrain.backends.kubernetes.flavors import FlavorUnavailable
 from kubetrain.jobspec import from_dict
 from tests.support.cluster import FAST_RETRY, job_doc
 

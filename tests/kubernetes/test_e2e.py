@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.backend import JobNotFound
-from kubetrain.backends.kubernetes.client import PODS
+from kubetrain.backends.kubernetes.client.resources import PODS
+from kubetrain.backends.kubernetes.lookup import JobNotFound
 from kubetrain.contract.logs import LogRecord
 from kubetrain.status import JobPhase, ReplicaPhase
 from kubetrain.terminal import OutputSink

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.client import KubernetesError
+from kubetrain.backends.kubernetes.client.errors import KubernetesError
 from kubetrain.backends.kubernetes.logs import parse_line
 from kubetrain.contract.logs import LogRecord
 from kubetrain.jobspec import from_dict

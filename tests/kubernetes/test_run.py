@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.backend import JobNotFound, RunResult
-from kubetrain.backends.kubernetes.client import KubernetesError
+from kubetrain.backends.base import RunResult
+from kubetrain.backends.kubernetes.client.errors import KubernetesError
+from kubetrain.backends.kubernetes.lookup import JobNotFound
 from kubetrain.jobspec import from_dict
-from kubetrain.status import JobPhase, format_table
+from kubetrain.status import JobPhase
+from kubetrain.status_text import format_table
 from kubetrain.terminal import OutputSink
 from tests.support.cluster import Cluster, emulated, job_doc  # noqa: F401
 
@@ -63,8 +65,8 @@ class Attached:
 def test_attached_run_prints_output_causes_and_the_end(emulated: Cluster) -> None:
     emu, c = emulated.emu, emulated.controllers
     assert emu is not None and c is not None
-    b = emulated.backend()
-    run = Attached(b, from_dict(job_doc("attached")), flavor="jobset")
+    b = emulated.backend(flavor="jobset")
+    run = Attached(b, from_dict(job_doc("attached")))
     _wait_for(lambda: emu.find("jobsets", "attached") is not None, "the JobSet")
     pods = c.create_pods("jobset", "attached")
     emu.set_pod_phase("default", pods["worker-1"], "Pending", reason="Unschedulable")
@@ -93,8 +95,8 @@ def test_attached_run_prints_output_causes_and_the_end(emulated: Cluster) -> Non
 def test_attached_failure_explains_itself(emulated: Cluster) -> None:
     emu, c = emulated.emu, emulated.controllers
     assert emu is not None and c is not None
-    b = emulated.backend()
-    run = Attached(b, from_dict(job_doc("broken")), flavor="job")
+    b = emulated.backend(flavor="job")
+    run = Attached(b, from_dict(job_doc("broken")))
     _wait_for(lambda: emu.find("jobs", "broken-worker") is not None, "the Job")
     pods = c.create_pods("job", "broken")
     emu.set_pod_phase("default", pods["worker-0"], "Running")
@@ -118,11 +120,12 @@ def test_attached_failure_explains_itself(emulated: Cluster) -> None:
 def test_detached_and_paused_runs_return_at_once(emulated: Cluster) -> None:
     emu = emulated.emu
     assert emu is not None
-    b = emulated.backend()
-    detached = b.run(from_dict(job_doc("later")), flavor="job", detach=True)
-    assert detached.exit_code == 0 and detached.status is not None
-    assert detached.status.phase is JobPhase.PENDING and detached.name == "later"
-    paused = b.run(from_dict(job_doc("held", runMode="Pause")), flavor="jobset")
+    detached = emulated.backend(flavor="job").run(from_dict(job_doc("later")), detach=True)
+    assert detached.exit_code == 0 and detached.status is not None and detached.detached
+    assert detached.status.phase is JobPhase.PENDING and detached.job_id == "later"
+    assert (detached.backend, detached.namespace, detached.flavor) == ("kubernetes", "default", "job")
+    b = emulated.backend(flavor="jobset")
+    paused = b.run(from_dict(job_doc("held", runMode="Pause")))
     assert paused.status is not None and paused.status.phase is JobPhase.SUSPENDED
     assert emu.get("jobsets", "held")["metadata"]["annotations"]["kubetrain.dev/paused"] == "true"
     resumed = b.resume("held")
@@ -134,13 +137,13 @@ def test_detached_and_paused_runs_return_at_once(emulated: Cluster) -> None:
 def test_ctrl_c_cancels_an_attached_run(emulated: Cluster) -> None:
     emu = emulated.emu
     assert emu is not None
-    b = emulated.backend()
+    b = emulated.backend(flavor="job")
 
     def interrupt(text: str) -> None:
         if text.startswith("job"):
             raise KeyboardInterrupt
 
-    result = b.run(from_dict(job_doc("interrupted")), flavor="job", on_event=interrupt)
+    result = b.run(from_dict(job_doc("interrupted")), on_event=interrupt)
     assert result.exit_code == 130 and result.status is not None and result.status.phase is JobPhase.CANCELLED
     assert emu.find("jobs", "interrupted-worker") is None
 
@@ -219,9 +222,9 @@ def test_volcano_suspend_needs_volcano_commands(emulated: Cluster) -> None:
 def test_launcher_jobs_stop_their_hosts_when_the_root_ends(emulated: Cluster) -> None:
     emu, c = emulated.emu, emulated.controllers
     assert emu is not None and c is not None
-    b = emulated.backend()
+    b = emulated.backend(flavor="job")
     doc = job_doc("mpi", framework="mpi", replicas=2)
-    run = Attached(b, from_dict(doc), flavor="job")
+    run = Attached(b, from_dict(doc))
     _wait_for(lambda: len(emu.objects("jobs")) == 2, "the launcher and worker Jobs")
     root = next(j for j in emu.objects("jobs") if not j["metadata"].get("ownerReferences"))
     assert root["metadata"]["labels"]["kubetrain.dev/role"] == "launcher"

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
-from kubetrain.backends.kubernetes.client import ConnectionLost, Kube
+from kubetrain.backends.kubernetes.client.errors import ConnectionLost
+from kubetrain.backends.kubernetes.client.kube import Kube
 from kubetrain.backends.kubernetes.submit import NameTaken, SubmitError
 from kubetrain.jobspec import from_dict
 from tests.support.cluster import FAST_RETRY, Cluster, cluster, emulated, job_doc  # noqa: F401
@@ -152,7 +153,7 @@ def test_server_dry_run_shows_the_422_field_paths_and_creates_nothing(cluster: C
     assert any(v.kind == "Service" and v.accepted for v in report.verdicts)
     with pytest.raises(Exception, match="no kubetrain job"):
         b.status(job.metadata.name or "")
-    result = b.run(job, flavor="job", dry_run_server=True)
+    result = cluster.backend(flavor="job").run(job, dry_run="server")
     assert result.exit_code == 1 and result.dry_run is not None and result.status is None
     if cluster.emu is not None:
         assert all(r.query.get("dryRun") == "All" for r in cluster.emu.requests if r.method == "POST")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.client import JOBS, PODS
+from kubetrain.backends.kubernetes.client.resources import JOBS, PODS
+from kubetrain.backends.kubernetes.follow import job_state
 from kubetrain.backends.kubernetes.watch import JobWatch
 from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase, JobStatus
@@ -86,7 +87,7 @@ def test_a_job_that_ends_between_list_and_watch_is_not_missed(emulated: Cluster)
         assert jw.workloads.synced.wait(5)
         emu.set_pod_phase("default", pod["metadata"]["name"], "Succeeded", exit_code=0)
         _complete(emu, "quick-worker")
-        state = b._state(jw, sub.name)
+        state = job_state(jw, sub.name)
         seen, deadline = 0, time.monotonic() + 5
         while (status := state()[0]) is None or status.phase is not JobPhase.SUCCEEDED:
             assert time.monotonic() < deadline, "the end of the job was missed"

@@ -20,6 +20,7 @@ from tests.support.helpers import (
     TICK,
     alive,
     cli,
+    create_job,
     generic,
     job_file,
     local_backend,
@@ -229,7 +230,7 @@ def test_delete_of_a_running_job_waits_for_its_supervisor_which_exits_quietly(
     write(tmp_path / "sleep.py", PIDFILE_SLEEP)
     pids = tmp_path / "pids"
     with local_backend() as backend:
-        job_id, _plan = backend.create(make_job(generic(["sleep.py", str(pids)]), "del"), tmp_path)
+        job_id = create_job(backend, make_job(generic(["sleep.py", str(pids)]), "del"), tmp_path)
         log_dir = backend.store.log_dir(job_id)
     with piped_supervisor(job_id) as supervisor:
         found = wait_pids(pids, 2)
@@ -255,7 +256,7 @@ def test_a_supervisor_finding_its_job_deleted_exits_quietly(tmp_path: Path) -> N
     write(tmp_path / "go.py", GO_THEN_EXIT)
     pids = tmp_path / "pids"
     with local_backend() as backend:
-        early, _plan = backend.create(make_job(generic(["go.py", str(pids)], replicas=1), "early"), tmp_path)
+        early = create_job(backend, make_job(generic(["go.py", str(pids)], replicas=1), "early"), tmp_path)
         backend.delete(early)
         with piped_supervisor(early) as supervisor:
             out, err = supervisor.communicate(timeout=60)
@@ -263,7 +264,7 @@ def test_a_supervisor_finding_its_job_deleted_exits_quietly(tmp_path: Path) -> N
         assert not backend.store.log_dir(early).exists()
         assert pidfiles(pids) == {}  # nothing started
 
-        late, _plan = backend.create(make_job(generic(["go.py", str(pids)]), "late"), tmp_path)
+        late = create_job(backend, make_job(generic(["go.py", str(pids)]), "late"), tmp_path)
         with piped_supervisor(late) as supervisor:
             found = wait_pids(pids, 2)
             wait_phase(late, JobPhase.RUNNING)
@@ -303,10 +304,8 @@ time.sleep(600)
 def test_cancel_that_outlasts_its_wait_says_so_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import argparse
-
     from kubetrain.backends.local import backend as local
-    from kubetrain.cli import job_cmds
+    from kubetrain.cli.main import main
 
     write(tmp_path / "stubborn.py", IGNORES_SIGTERM)
     (tmp_path / "up").mkdir()
@@ -314,7 +313,7 @@ def test_cancel_that_outlasts_its_wait_says_so_and_fails(
     pids = wait_for("the replica", lambda: [int(p.name) for p in (tmp_path / "up").iterdir()] or None)
     # The supervisor needs its 5 s grace period; cancel waits less than that here.
     monkeypatch.setattr(local, "STOP_WAIT", 0.3)
-    code = job_cmds.cancel(argparse.Namespace(jobs=[job_id], backend=None, context=None, kubeconfig=None))
+    code = main(["cancel", job_id])
     err = capsys.readouterr().err
     assert code == 1
     assert f"error: job {job_id} is still running" in err and f"kubetrain status {job_id}" in err

@@ -36,11 +36,11 @@ def test_a_job_whose_supervisor_died_before_starting_replicas_is_failed_not_pend
     from kubetrain.backends.local.backend import LocalBackend
     from kubetrain.jobspec import from_dict
     from kubetrain.status import JobPhase
+    from tests.support.helpers import create_job
 
     job = from_dict({"metadata": {"name": "lost"}, "spec": {"run": {"exec": ["true"]}, "replicas": 1}})
-    backend = LocalBackend()
-    try:
-        job_id, _plan = backend.create(job, tmp_path)  # type: ignore[arg-type]
+    with LocalBackend() as backend:
+        job_id = create_job(backend, job, tmp_path)  # type: ignore[arg-type]
         gone = subprocess.Popen([sys.executable, "-c", "pass"])
         backend.store.set_supervisor(job_id, gone.pid)  # recorded while alive...
         gone.wait()  # ...then dead, before any replica started
@@ -48,7 +48,6 @@ def test_a_job_whose_supervisor_died_before_starting_replicas_is_failed_not_pend
         status = backend.status(job_id)
         assert status.phase is JobPhase.FAILED
         assert status.reason == "SupervisorLost"
-        created = LocalBackend().create(job, tmp_path)[0]  # type: ignore[arg-type]
+        with LocalBackend() as other:
+            created = create_job(other, job, tmp_path)  # type: ignore[arg-type]
         assert backend.status(created).phase is JobPhase.PENDING  # no supervisor yet: simply waiting
-    finally:
-        backend.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kubetrain.backends.base import StillStopping
 from kubetrain.backends.local.supervisor import Supervisor
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (
@@ -19,6 +20,7 @@ from tests.support.helpers import (
     FAIL_FIRST_ATTEMPT,
     PIDFILE_SLEEP,
     cli,
+    create_job,
     generic,
     job_file,
     local_backend,
@@ -227,7 +229,7 @@ def test_deadline_kills_a_replica_ignoring_sigterm_and_its_escaped_child(tmp_pat
     pids = tmp_path / "pids"
     job = make_job(generic(["stubborn.py", str(pids)], replicas=1, runPolicy={"activeDeadlineSeconds": 2}))
     with local_backend() as backend:
-        job_id, _plan = backend.create(job, tmp_path)
+        job_id = create_job(backend, job, tmp_path)
         phase = Supervisor(backend.store, job_id, grace=0.5).run()
     assert phase is JobPhase.FAILED
     assert status_of(job_id).reason == "DeadlineExceeded"
@@ -333,7 +335,7 @@ def test_a_second_ctrl_c_skips_the_grace_period(tmp_path: Path) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
     with local_backend() as backend:
-        job_id, _plan = backend.create(job, tmp_path)
+        job_id = create_job(backend, job, tmp_path)
         thread = threading.Thread(target=interrupt_twice, daemon=True)
         thread.start()
         phase = Supervisor(backend.store, job_id, grace=600).run()
@@ -369,9 +371,9 @@ def test_a_job_cancelled_before_its_supervisor_starts_never_runs(tmp_path: Path)
     pids = tmp_path / "pids"
     job = make_job(generic(["sleep.py", str(pids), "0"]))
     with local_backend() as backend:
-        job_id, _plan = backend.create(job, tmp_path)
+        job_id = create_job(backend, job, tmp_path)
         assert backend.cancel(job_id).phase is JobPhase.CANCELLED
-        phase = backend.run_attached(job_id, None)  # the supervisor arrives late (a busy machine)
+        phase = backend._run_attached(job_id, None)  # the supervisor arrives late (a busy machine)
         assert phase is JobPhase.CANCELLED
         assert backend.status(job_id).phase is JobPhase.CANCELLED
     assert pidfiles(pids) == {}, "a cancelled job started its replicas"
@@ -382,12 +384,13 @@ def test_a_job_suspended_before_its_supervisor_starts_waits_for_resume(tmp_path:
     pids = tmp_path / "pids"
     job = make_job(generic(["sleep.py", str(pids), "0"]))
     with local_backend() as backend:
-        job_id, _plan = backend.create(job, tmp_path)
-        backend.suspend(job_id)
-        assert backend.run_attached(job_id, None) is JobPhase.SUSPENDED
+        job_id = create_job(backend, job, tmp_path)
+        with pytest.raises(StillStopping, match=f"job {job_id} is still pending"):
+            backend.suspend(job_id)  # no supervisor yet to stop it: the request waits for one
+        assert backend._run_attached(job_id, None) is JobPhase.SUSPENDED
         assert pidfiles(pids) == {}, "a suspended job started its replicas"
-        backend.resume(job_id, detach=False)
-        assert backend.run_attached(job_id, None) is JobPhase.SUCCEEDED
+        backend._prepare_resume(job_id)  # resumed, its supervisor started here rather than detached
+        assert backend._run_attached(job_id, None) is JobPhase.SUCCEEDED
     assert len(pidfiles(pids)) == 2
 
 

@@ -668,8 +668,9 @@ def test_follow_log_merges_history_and_new_records(tmp_path: Path) -> None:
             t = T0 + 10 + i * 2
             wb.add(t, "stdout", f"b{i}".encode())
             wa.add(t + 1, "stdout", f"a{i}".encode())
-            wa.flush()
+            # In time order: a round of the follower that saw a{i} but not yet b{i} would print them swapped.
             wb.flush()
+            wa.flush()
             time.sleep(0.05)
         wa.close()
         wb.close()

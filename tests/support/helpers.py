@@ -235,15 +235,23 @@ def run_job(job: TrainJob, base_dir: Path) -> JobStatus:
     """Run attached through the library (in this process) to the end; the final status."""
     import kubetrain
 
-    return kubetrain.run(job, base_dir=str(base_dir))
+    result = kubetrain.run(job, base_dir=str(base_dir))
+    assert result.status is not None, result
+    return result.status
+
+
+def create_job(backend: LocalBackend, job: TrainJob, base_dir: Path) -> str:
+    """Record the job and its launch record, start nothing (a test then starts its supervisor its own way)."""
+    job_id, _record = backend._create(job, base_dir)
+    return job_id
 
 
 def start_detached(job: TrainJob, base_dir: Path) -> tuple[str, int]:
     """Create the job and start its supervisor in the background, as `kubetrain run --detach` does.
     Returns the job id and the supervisor's pid."""
     with local_backend() as backend:
-        job_id, _plan = backend.create(job, base_dir)
-        return job_id, backend.start_detached(job_id)
+        job_id = create_job(backend, job, base_dir)
+        return job_id, backend._start_detached(job_id)
 
 
 def supervisor_pid(job_id: str) -> int | None:
@@ -254,7 +262,7 @@ def supervisor_pid(job_id: str) -> int | None:
 def log_lines(job_id: str, role: str | None = None, index: int | None = None) -> dict[str, list[str]]:
     """Replica (process) key -> the lines in its log file, stdout and stderr as they were logged."""
     with local_backend() as backend:
-        paths = backend.log_paths(job_id, role, index)
+        paths = backend._log_paths(job_id, role, index)
     return {key: [rec.text for rec in iter_log(path)] if path.exists() else [] for key, path in paths.items()}
 
 

@@ -1,5 +1,42 @@
-"""Kubernetes backend: render a plan to manifests and drive them through the API."""
+"""Kubernetes backend: render a job to manifests for a flavor (job, jobset, volcano, kubeflow) and drive them
+through the API.
 
-from .render import FLAVORS, Rendered, render, render_job, render_manifests, render_with_warnings
+Importing this package costs nothing: the names below are imported on first use (the backend pulls in the
+``kubernetes`` client when it connects; render pulls in pydantic and the planner).
 
-__all__ = ["FLAVORS", "Rendered", "render", "render_job", "render_manifests", "render_with_warnings"]
+- ``KubernetesBackend`` (:mod:`.backend`): the `kubetrain.backends.base.Backend` on a cluster;
+- ``FLAVORS`` (:mod:`.flavors`): the one list of flavors;
+- ``render_job``, ``render_manifests``, ``render_with_warnings``, ``Rendered`` (:mod:`.render`; ``render`` here is
+  that package, whose ``render`` function gives the manifests alone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backend import KubernetesBackend
+    from .client.errors import KubernetesError
+    from .flavors import FLAVORS
+    from .render import Rendered, render_job, render_manifests, render_with_warnings
+
+_EXPORTS = {
+    "KubernetesBackend": "backend",
+    "KubernetesError": "client.errors",
+    "FLAVORS": "flavors",
+    "Rendered": "render",
+    "render_job": "render",
+    "render_manifests": "render",
+    "render_with_warnings": "render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["FLAVORS", "KubernetesBackend", "KubernetesError", "Rendered", "render_job", "render_manifests",
+           "render_with_warnings"]

@@ -1,32 +1,22 @@
 """What the cluster serves: which flavors can run there, and which one to pick when none is named.
 
 One request (``/apis``, the APIGroupList) tells which API groups and versions are served; a flavor needs
-its group at the version kubetrain renders (``jobset.x-k8s.io/v1alpha2``, ``batch.volcano.sh/v1alpha1``,
-``kubeflow.org/v1``). For ``kubeflow`` the kind matters too (a cluster may serve PyTorchJob but not
-JAXJob), which takes one more request (``/apis/kubeflow.org/v1``), made only for that flavor.
+its group at the version kubetrain renders (each flavor's ``group``/``version``, :mod:`.flavors`). For
+``kubeflow`` the kind matters too (a cluster may serve PyTorchJob but not JAXJob), which takes one more
+request (``/apis/kubeflow.org/v1``), made only for that flavor (``Flavor.check_served``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from .client import KUEUE_GROUP, Kube, KubernetesError
-
-#: flavor → (API group, version rendered, what to install)
-FLAVOR_APIS: dict[str, tuple[str, str, str]] = {
-    "jobset": ("jobset.x-k8s.io", "v1alpha2", "the JobSet controller (https://jobset.sigs.k8s.io)"),
-    "volcano": ("batch.volcano.sh", "v1alpha1", "Volcano (https://volcano.sh)"),
-    "kubeflow": ("kubeflow.org", "v1", "the Kubeflow training operator v1 (https://github.com/kubeflow/trainer)"),
-}
-
-#: Preference when no flavor is named: gang restart and one object per job where the cluster has it.
-AUTO_ORDER = ("jobset", "job")
-
-
-class FlavorUnavailable(KubernetesError):
-    """The chosen flavor's custom resources are not served by this cluster."""
-
-    exit_code = 2
+from ...contract.labels import KUEUE_QUEUE_LABEL
+from .client.errors import ApiError
+from .client.kube import Kube
+from .client.resources import KUEUE_GROUP, Resource
+from .flavors import AUTO_ORDER, FLAVORS, Flavor, FlavorUnavailable, get_flavor
 
 
 @dataclass
@@ -43,18 +33,6 @@ class Capabilities:
         return version is None or version in versions
 
     @property
-    def jobset(self) -> bool:
-        return self.serves(*FLAVOR_APIS["jobset"][:2])
-
-    @property
-    def volcano(self) -> bool:
-        return self.serves(*FLAVOR_APIS["volcano"][:2])
-
-    @property
-    def kubeflow(self) -> bool:
-        return self.serves(*FLAVOR_APIS["kubeflow"][:2])
-
-    @property
     def kueue(self) -> bool:
         return KUEUE_GROUP in self.groups
 
@@ -63,29 +41,18 @@ class Capabilities:
         return self.preferred.get(KUEUE_GROUP)
 
     def flavors(self) -> list[str]:
-        """Flavors whose API group this cluster serves (``job`` always)."""
-        out = ["job"]
-        out += [f for f, (g, v, _) in FLAVOR_APIS.items() if self.serves(g, v)]
-        return out
+        """Flavors this cluster can run (those that need nothing installed always)."""
+        return [name for name, f in FLAVORS.items() if f.missing(self) is None]
 
-    def missing(self, flavor: str) -> str | None:
+    def missing(self, flavor: str | Flavor) -> str | None:
         """Why ``flavor`` cannot run here, or None."""
-        if flavor == "job":
-            return None
-        group, version, what = FLAVOR_APIS[flavor]
-        if self.serves(group, version):
-            return None
-        served = self.groups.get(group)
-        if served:
-            return (f"the {flavor} flavor needs {group}/{version}, but this cluster serves only "
-                    f"{', '.join(group + '/' + v for v in served)}: upgrade {what}")
-        return f"the {flavor} flavor needs {what}: this cluster does not serve the {group} API group"
+        return get_flavor(flavor).missing(self)
 
     def pick(self, preferred: tuple[str, ...] = AUTO_ORDER) -> str:
         for flavor in preferred:
             if self.missing(flavor) is None:
                 return flavor
-        return "job"
+        return next(name for name, f in FLAVORS.items() if f.install is None)
 
     def summary(self) -> dict[str, object]:
         return {"flavors": self.flavors(), "kueue": self.kueue_version}
@@ -106,14 +73,24 @@ def detect(kube: Kube) -> Capabilities:
     return caps
 
 
-def check_kind(kube: Kube, flavor: str, api_version: str, kind: str) -> None:
-    """For flavors whose group serves several kinds (kubeflow): is ``kind`` among them?"""
-    names = {r.get("kind") for r in kube.group_resources(api_version)}
-    if kind not in names:
-        what = FLAVOR_APIS.get(flavor, ("", "", "its operator"))[2]
-        served = ", ".join(sorted(n for n in names if n)) or "nothing"
-        raise FlavorUnavailable(f"the {flavor} flavor renders this job as a {kind} ({api_version}), which this "
-                                f"cluster does not serve (it serves {served}): install {what}")
+def check_queue(kube: Kube, caps: Capabilities, root: Mapping[str, Any], namespace: str) -> None:
+    """A job for a Kueue LocalQueue (``scheduling.queue``): the cluster must serve Kueue, and the queue must
+    exist in the job's namespace (else the job would wait forever). A queue kubetrain may not read is let be."""
+    queue = ((root.get("metadata") or {}).get("labels") or {}).get(KUEUE_QUEUE_LABEL)
+    if queue and not caps.kueue:
+        raise FlavorUnavailable(
+            f"scheduling.queue {queue!r} is a Kueue LocalQueue, but this cluster does not serve Kueue "
+            f"({KUEUE_GROUP}): install Kueue or remove scheduling.queue")
+    if queue and caps.kueue_version:
+        lq = Resource(KUEUE_GROUP, caps.kueue_version, "localqueues", "LocalQueue")
+        ns = (root.get("metadata") or {}).get("namespace") or namespace
+        try:
+            found = kube.find(lq, queue, ns)
+        except ApiError:
+            found = {}  # not allowed to read queues: let Kueue tell
+        if found is None:
+            raise FlavorUnavailable(f"scheduling.queue: LocalQueue {queue} does not exist in namespace {ns}; "
+                                    "the job would wait forever (kubectl get localqueues -n " + ns + ")")
 
 
-__all__ = ["AUTO_ORDER", "FLAVOR_APIS", "Capabilities", "FlavorUnavailable", "check_kind", "detect"]
+__all__ = ["AUTO_ORDER", "Capabilities", "FlavorUnavailable", "check_queue", "detect"]

@@ -7,7 +7,8 @@ take a few reads, made only while something is Pending and unexplained by its po
 - pods scheduled but stuck in ContainerCreating: their Warning events (FailedMount, FailedAttachVolume);
 - replicas with no pod at all: the workload's Warning events (a ResourceQuota refusing the pods:
   FailedCreate ... exceeded quota), Kueue's Workload (QuotaReserved/Admitted conditions: not admitted
-  yet, LocalQueue missing), Volcano's PodGroup (gang not ready: its Unschedulable condition).
+  yet, LocalQueue missing), and what the flavor's own objects tell (``Flavor.pending_causes``: Volcano's
+  PodGroup, a gang not ready).
 """
 
 from __future__ import annotations
@@ -17,21 +18,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contract.labels import KUEUE_QUEUE_LABEL
 from ...status import JobStatus, ReplicaPhase
-from .client import EVENTS, JSON, PODGROUPS, ApiError, Kube, Resource
-from .status_map import (
-    KUEUE_QUEUE_LABEL,
-    RoleInfo,
-    conditions_of,
-    flavor_of,
-    group_pods,
-    labels,
-    main_container_status,
-    meta,
-    pod_scheduling_problem,
-    roles_of,
-    true_condition,
-)
+from .client.errors import ApiError
+from .client.kube import Kube
+from .client.resources import EVENTS, KUEUE_GROUP, Resource
+from .flavors import flavor_of
+from .status_map import group_pods, main_container_status, pod_scheduling_problem, roles_of
+from .workload import JSON, RoleInfo, conditions_of, labels, meta, true_condition
 
 #: How many stuck pods get their events read (the same cause usually holds them all).
 MAX_EVENT_READS = 2
@@ -117,8 +111,7 @@ def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str
         list[Diagnosis], list[JSON], list[str]]:
     """Causes visible on the pods themselves; plus the pods stuck creating (their events may tell more) and
     the replicas that have no pod at all."""
-    flavor = flavor_of(workloads[0]) if workloads else "unknown"
-    roles: list[RoleInfo] = roles_of(flavor, workloads)
+    roles: list[RoleInfo] = roles_of(flavor_of(workloads[0]) if workloads else None, workloads)
     grouped = group_pods(pods, roles)
     found: list[Diagnosis] = []
     creating: list[JSON] = []
@@ -218,7 +211,7 @@ def _kueue_problems(kube: Kube, namespace: str, root: Mapping[str, Any], version
     queue = labels(root).get(KUEUE_QUEUE_LABEL)
     if not queue:
         return []
-    res = Resource("kueue.x-k8s.io", version, "workloads", "Workload")
+    res = Resource(KUEUE_GROUP, version, "workloads", "Workload")
     uid = meta(root).get("uid", "")
     try:
         items, _ = kube.list(res, namespace, label_selector=f"kueue.x-k8s.io/job-uid={uid}")
@@ -251,32 +244,6 @@ def _kueue_problems(kube: Kube, namespace: str, root: Mapping[str, Any], version
     return [Diagnosis("Kueue", f"not admitted by queue {queue}: {message}", hint)]
 
 
-def _podgroup_problems(kube: Kube, namespace: str, root: Mapping[str, Any]) -> list[Diagnosis]:
-    uid = meta(root).get("uid", "")
-    try:
-        items, _ = kube.list(PODGROUPS, namespace)
-    except ApiError as exc:
-        if exc.status in (403, 404):
-            return []
-        raise
-    groups = [g for g in items if any(o.get("uid") == uid for o in meta(g).get("ownerReferences") or [])]
-    out = []
-    for pg in groups:
-        status = pg.get("status") or {}
-        if status.get("phase") in ("Running", "Completed"):
-            continue
-        unsched = next((c for c in conditions_of(pg) if c.get("type") == "Unschedulable"
-                        and c.get("status") == "True"), None)
-        min_member = (pg.get("spec") or {}).get("minMember")
-        queue = (pg.get("spec") or {}).get("queue") or "default"
-        message = ((unsched or {}).get("message")
-                   or f"PodGroup {meta(pg).get('name')} is {status.get('phase') or 'Pending'}")
-        out.append(Diagnosis("PodGroup", message,
-                             f"the gang needs {min_member} pods placed at once (minAvailable) and queue {queue} "
-                             f"must have room for all of them: kubectl get queue {queue} -o yaml"))
-    return out
-
-
 def diagnose(
     kube: Kube | None,
     status: JobStatus,
@@ -296,7 +263,8 @@ def diagnose(
     namespace = status.namespace or meta(workloads[0]).get("namespace") or "default"
     root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
     replica_of = {}
-    roles = roles_of(flavor_of(root), workloads)
+    flavor = flavor_of(root)
+    roles = roles_of(flavor, workloads)
     grouped = group_pods(pods, roles)
     for (role, index), pod in grouped.current.items():
         replica_of[meta(pod).get("name", "")] = f"{role}-{index}"
@@ -305,8 +273,8 @@ def diagnose(
         extra += _mount_problems(kube, namespace, creating, replica_of)
     if kueue_version and labels(root).get(KUEUE_QUEUE_LABEL) and (missing or status.reason == "WaitingForAdmission"):
         extra += _kueue_problems(kube, namespace, root, kueue_version)
-    if flavor_of(root) == "volcano":
-        extra += _podgroup_problems(kube, namespace, root)
+    if flavor is not None:
+        extra += flavor.pending_causes(kube, namespace, root)
     if missing and not extra and status.reason != "WaitingForAdmission":
         extra += _quota_problems(kube, namespace, workloads)
     pending = [r.name for r in status.replicas if r.phase is ReplicaPhase.PENDING]

@@ -32,8 +32,10 @@ from typing import Any
 
 from ...contract.logs import LogRecord, format_seconds, parse_timestamp
 from ...status import JobStatus
-from .client import JSON, ApiError, Kube
-from .status_map import PodIndex, main_container_status, meta
+from .client.errors import ApiError
+from .client.kube import Kube
+from .status_map import PodIndex, main_container_status
+from .workload import JSON, meta
 
 Since = timedelta | datetime | float | int
 

@@ -6,8 +6,8 @@ pods: the newest pod of each (role, index) is the replica; older pods of the sam
 attempts (restarts). Replicas without a pod (not created yet, cleaned up) are still listed, from the
 replica counts in the workload's spec, so REPLICAS always says ``n/total``.
 
-Flavor by object: batch/v1 Jobs → ``job`` (one per role, the root is the one without owner
-references), JobSet → ``jobset``, batch.volcano.sh Job → ``volcano``, kubeflow.org → ``kubeflow``.
+What differs per engine (roles, the engine's verdict, conditions) is the flavor's (:mod:`.flavors`),
+found from the workload object itself (:func:`~.flavors.flavor_of`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...contract.labels import (
-    FLAVOR_ANNOTATION,
-    INDEX_KEYS,
-    JOB_LABEL,
-    KUEUE_QUEUE_LABEL,
-    PAUSED_ANNOTATION,
-    ROLE_LABEL,
-)
-from ...contract.logs import parse_time
+from ...contract.labels import INDEX_KEYS, JOB_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL
 from ...status import (
     Condition,
     ConditionStatus,
@@ -36,8 +28,21 @@ from ...status import (
     ReplicaPhase,
     ReplicaStatus,
 )
-
-JSON = dict[str, Any]
+from .flavors import Flavor, flavor_of
+from .workload import (
+    JSON,
+    EngineState,
+    RoleInfo,
+    annotations_of,
+    cond_time,
+    conditions_of,
+    is_root,
+    labels,
+    meta,
+    object_conditions,
+    parse_time,
+    true_condition,
+)
 
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
@@ -46,108 +51,9 @@ JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 _TRAILING_INDEX = re.compile(r"-(\d+)$")
 
 
-def meta(obj: Mapping[str, Any]) -> JSON:
-    return dict(obj.get("metadata") or {})
-
-
-def labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    return dict(meta(obj).get("labels") or {})
-
-
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return dict(meta(obj).get("annotations") or {})
-
-
-def flavor_of(obj: Mapping[str, Any]) -> str:
-    """The flavor a workload object belongs to (its annotation, else its kind)."""
-    ann = annotations_of(obj).get(FLAVOR_ANNOTATION)
-    if ann:
-        return ann
-    api_version = str(obj.get("apiVersion") or "")
-    kind = obj.get("kind")
-    if api_version.startswith("jobset.x-k8s.io/"):
-        return "jobset"
-    if api_version.startswith("batch.volcano.sh/"):
-        return "volcano"
-    if api_version.startswith("kubeflow.org/"):
-        return "kubeflow"
-    if api_version == "batch/v1" and kind == "Job":
-        return "job"
-    return "unknown"
-
-
-def is_root(obj: Mapping[str, Any]) -> bool:
-    """A workload object that no other object owns (for the job flavor: the root Job)."""
-    return not meta(obj).get("ownerReferences")
-
-
-def conditions_of(obj: Mapping[str, Any]) -> list[JSON]:
-    return [c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
-
-
-def true_condition(obj: Mapping[str, Any], *types: str) -> JSON | None:
-    for c in conditions_of(obj):
-        if c.get("type") in types and c.get("status") == "True":
-            return c
-    return None
-
-
-def _cond_time(c: Mapping[str, Any]) -> float | None:
-    return parse_time(c.get("lastTransitionTime") or c.get("lastUpdateTime") or c.get("lastProbeTime"))
-
-
-# --------------------------------------------------------------------------------------------- roles
-
-
-@dataclass(frozen=True)
-class RoleInfo:
-    role: str
-    replicas: int
-    #: Pods per replicated Job (jobset): the stride of ``jobset.sigs.k8s.io/job-index``.
-    completions: int = 1
-    container: str | None = None
-
-
-def _template_role(template: Mapping[str, Any], default: str) -> str:
-    return labels(template).get(ROLE_LABEL) or default
-
-
-def _first_container(template: Mapping[str, Any]) -> str | None:
-    containers = ((template.get("spec") or {}).get("containers")) or []
-    return containers[0].get("name") if containers else None
-
-
-def roles_of(flavor: str, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
-    """Roles and their replica counts, in the order the spec lists them."""
-    out: list[RoleInfo] = []
-    if flavor == "job":
-        for job in sorted(workloads, key=lambda j: (not is_root(j), meta(j).get("name", ""))):
-            spec = job.get("spec") or {}
-            n = spec.get("completions") or spec.get("parallelism") or 1
-            role = labels(job).get(ROLE_LABEL) or meta(job).get("name", "job")
-            out.append(RoleInfo(role, int(n), container=_first_container(spec.get("template") or {})))
-    elif flavor == "jobset" and workloads:
-        for rj in (workloads[0].get("spec") or {}).get("replicatedJobs") or []:
-            jspec = (rj.get("template") or {}).get("spec") or {}
-            completions = int(jspec.get("completions") or jspec.get("parallelism") or 1)
-            role = _template_role(rj.get("template") or {}, rj.get("name", "job"))
-            out.append(RoleInfo(role, int(rj.get("replicas", 1)) * completions, completions,
-                                _first_container(jspec.get("template") or {})))
-    elif flavor == "volcano" and workloads:
-        for task in (workloads[0].get("spec") or {}).get("tasks") or []:
-            template = task.get("template") or {}
-            out.append(RoleInfo(_template_role(template, task.get("name", "task")), int(task.get("replicas", 1)),
-                                container=_first_container(template)))
-    elif flavor == "kubeflow" and workloads:
-        spec = workloads[0].get("spec") or {}
-        for key, value in spec.items():
-            if not key.endswith("ReplicaSpecs") or not isinstance(value, dict):
-                continue
-            for rtype, rspec in value.items():
-                template = (rspec or {}).get("template") or {}
-                out.append(RoleInfo(_template_role(template, rtype.lower()), int((rspec or {}).get("replicas", 1)),
-                                    container=_first_container(template)))
-    return out
+def roles_of(flavor: Flavor | None, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
+    """Roles and their replica counts, in the order the spec lists them ([] for an unknown workload)."""
+    return flavor.roles(workloads) if flavor is not None and workloads else []
 
 
 # --------------------------------------------------------------------------------------------- pods
@@ -246,22 +152,9 @@ def replica_from_pod(role: str, index: int, pod: Mapping[str, Any], earlier_fail
 
 
 def _latest_time(pod: Mapping[str, Any]) -> float | None:
-    times = [_cond_time(c) for c in conditions_of(pod)]
+    times = [cond_time(c) for c in conditions_of(pod)]
     known = [t for t in times if t is not None]
     return max(known) if known else None
-
-
-def _indexes(text: str | None) -> set[int]:
-    """``"0-2,5"`` (a Job's completedIndexes/failedIndexes) → {0, 1, 2, 5}."""
-    out: set[int] = set()
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        if lo.isdigit() and (not hi or hi.isdigit()):
-            out.update(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 @dataclass
@@ -295,150 +188,20 @@ def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> 
 # --------------------------------------------------------------------------------------------- the job
 
 
-@dataclass
-class EngineState:
-    """What the engine says about the job as a whole."""
-
-    phase: JobPhase
-    reason: str | None = None
-    message: str | None = None
-    finished_at: float | None = None
-    backoff_count: int = 0
-    backoff_limit: int | None = None
-    policy_action: str | None = None
+def engine_state(flavor: Flavor | None, workloads: Sequence[Mapping[str, Any]]) -> EngineState:
+    """What the engine says of the job (Running, undecided, for a workload no flavor knows)."""
+    return flavor.engine_state(workloads) if flavor is not None else EngineState(JobPhase.RUNNING)
 
 
-def _suspended_phase(root: Mapping[str, Any]) -> EngineState:
-    """A suspended workload: paused by the user, or held by Kueue until it is admitted."""
-    if labels(root).get(KUEUE_QUEUE_LABEL) and annotations_of(root).get(PAUSED_ANNOTATION) != "true":
-        queue = labels(root)[KUEUE_QUEUE_LABEL]
-        return EngineState(JobPhase.PENDING, "WaitingForAdmission", f"waiting for Kueue to admit it (queue {queue})")
-    return EngineState(JobPhase.SUSPENDED, "Suspended", "suspended: kubetrain resume to start it")
-
-
-def _job_engine(jobs: Sequence[Mapping[str, Any]]) -> EngineState:
-    roots = [j for j in jobs if is_root(j)] or list(jobs[:1])
-    root = roots[0]
-    limit = (root.get("spec") or {}).get("backoffLimit")
-    for job in jobs:
-        failed = true_condition(job, "Failed") or true_condition(job, "FailureTarget")
-        if failed:
-            reason = failed.get("reason")
-            action = {
-                "BackoffLimitExceeded": f"backoffLimit {limit} reached, gave up" if limit is not None else None,
-                "PodFailurePolicy": "not retried: the exit code is permanent (podFailurePolicy)",
-                "DeadlineExceeded": "activeDeadlineSeconds reached",
-                "MaxFailedIndexesExceeded": "too many failed indexes",
-            }.get(reason or "")
-            return EngineState(JobPhase.FAILED, reason, failed.get("message"), _cond_time(failed), 0, limit, action)
-    done = true_condition(root, "Complete") or true_condition(root, "SuccessCriteriaMet")
-    if done:
-        return EngineState(JobPhase.SUCCEEDED, None, None, _cond_time(done), 0, limit)
-    if any((j.get("spec") or {}).get("suspend") for j in jobs):
-        state = _suspended_phase(root)
-        state.backoff_limit = limit
-        return state
-    return EngineState(JobPhase.RUNNING, backoff_limit=limit)
-
-
-def _jobset_engine(js: Mapping[str, Any]) -> EngineState:
-    spec, status = js.get("spec") or {}, js.get("status") or {}
-    limit = (spec.get("failurePolicy") or {}).get("maxRestarts")
-    restarts = int(status.get("restarts") or 0)
-    failed = true_condition(js, "Failed")
-    if failed:
-        action = f"restarted {restarts}/{limit}, gave up" if limit else None
-        return EngineState(JobPhase.FAILED, failed.get("reason"), failed.get("message"), _cond_time(failed),
-                           restarts, limit, action)
-    done = true_condition(js, "Completed")
-    if done:
-        return EngineState(JobPhase.SUCCEEDED, None, None, _cond_time(done), restarts, limit)
-    if spec.get("suspend") or true_condition(js, "Suspended"):
-        state = _suspended_phase(js)
-        state.backoff_count, state.backoff_limit = restarts, limit
-        return state
-    return EngineState(JobPhase.RUNNING, backoff_count=restarts, backoff_limit=limit)
-
-
-_VOLCANO_PHASES = {
-    "Completed": JobPhase.SUCCEEDED,
-    "Failed": JobPhase.FAILED,
-    "Terminated": JobPhase.FAILED,
-    "Terminating": JobPhase.FAILED,
-    "Aborted": JobPhase.SUSPENDED,
-    "Aborting": JobPhase.SUSPENDED,
-    "Pending": JobPhase.PENDING,
-}
-
-
-def _volcano_engine(vj: Mapping[str, Any]) -> EngineState:
-    spec, status = vj.get("spec") or {}, vj.get("status") or {}
-    state = status.get("state") or {}
-    phase_name = state.get("phase") or "Pending"
-    limit = spec.get("maxRetry")
-    retries = int(status.get("retryCount") or 0)
-    phase = _VOLCANO_PHASES.get(phase_name, JobPhase.RUNNING)
-    finished = parse_time(state.get("lastTransitionTime")) if phase.is_terminal else None
-    action = f"retried {retries}/{limit}" if phase is JobPhase.FAILED and limit is not None else None
-    reason = state.get("reason") or (phase_name if phase_name not in ("Running", "Pending", "Completed") else None)
-    return EngineState(phase, reason, state.get("message"), finished, retries, limit, action)
-
-
-def _kubeflow_engine(kf: Mapping[str, Any]) -> EngineState:
-    run_policy = (kf.get("spec") or {}).get("runPolicy") or {}
-    limit = run_policy.get("backoffLimit")
-    for ctype, phase in (("Failed", JobPhase.FAILED), ("Succeeded", JobPhase.SUCCEEDED)):
-        c = true_condition(kf, ctype)
-        if c:
-            failed = phase is JobPhase.FAILED
-            return EngineState(phase, c.get("reason") if failed else None, c.get("message") if failed else None,
-                               _cond_time(c), 0, limit)
-    if run_policy.get("suspend") or true_condition(kf, "Suspended"):
-        state = _suspended_phase(kf)
-        state.backoff_limit = limit
-        return state
-    if true_condition(kf, "Restarting"):
-        c = true_condition(kf, "Restarting") or {}
-        return EngineState(JobPhase.RUNNING, "Restarting", c.get("message"), backoff_limit=limit)
-    return EngineState(JobPhase.RUNNING, backoff_limit=limit)
-
-
-def engine_state(flavor: str, workloads: Sequence[Mapping[str, Any]]) -> EngineState:
-    if flavor == "job":
-        return _job_engine(workloads)
-    if flavor == "jobset":
-        return _jobset_engine(workloads[0])
-    if flavor == "volcano":
-        return _volcano_engine(workloads[0])
-    if flavor == "kubeflow":
-        return _kubeflow_engine(workloads[0])
-    return EngineState(JobPhase.RUNNING)
-
-
-def _conditions(flavor: str, workloads: Sequence[Mapping[str, Any]], created: float | None) -> list[Condition]:
+def _conditions(flavor: Flavor | None, workloads: Sequence[Mapping[str, Any]], created: float | None) -> list[
+        Condition]:
     out: list[Condition] = []
     if created is not None:
         out.append(Condition("Created", ConditionStatus.TRUE, None, None, created))
-    for obj in workloads:
-        if flavor == "volcano":
-            for c in conditions_of(obj):
-                t = _cond_time(c)
-                out.append(Condition(str(c.get("status") or "Unknown"), ConditionStatus.TRUE, None, None,
-                                     t if t is not None else created or 0.0))
-            continue
-        prefix = ""
-        if flavor == "job" and len(workloads) > 1:
-            prefix = f"{labels(obj).get(ROLE_LABEL) or meta(obj).get('name')}: "
-        for c in conditions_of(obj):
-            try:
-                status = ConditionStatus(c.get("status") or "Unknown")
-            except ValueError:
-                status = ConditionStatus.UNKNOWN
-            t = _cond_time(c)
-            message = c.get("message")
-            out.append(Condition(str(c.get("type")), status, c.get("reason"),
-                                 (prefix + message) if message and prefix else message,
-                                 t if t is not None else created or 0.0))
+    if flavor is not None:
+        out += flavor.conditions(workloads, created)
+    else:
+        out += [c for obj in workloads for c in object_conditions(obj, created)]
     out.sort(key=lambda c: c.time)
     return out
 
@@ -458,7 +221,7 @@ def job_status(
     if not workloads:
         raise ValueError("a job status needs its workload object")
     flavor = flavor_of(workloads[0])
-    ordered = sorted(workloads, key=lambda o: not is_root(o)) if flavor == "job" else list(workloads)
+    ordered = flavor.order(workloads) if flavor is not None else [dict(w) for w in workloads]
     root = ordered[0]
     rmeta = meta(root)
     job_id = job_id or labels(root).get(JOB_LABEL) or rmeta.get("name", "")
@@ -471,16 +234,10 @@ def job_status(
         engine = EngineState(JobPhase.CANCELLED, "Deleted", "the job was deleted", time.time(),
                              engine.backoff_count, engine.backoff_limit)
 
-    completed: dict[str, set[int]] = {}
-    failed_idx: dict[str, set[int]] = {}
-    if flavor == "job":
-        for j in ordered:
-            role = labels(j).get(ROLE_LABEL) or meta(j).get("name", "")
-            completed[role] = _indexes((j.get("status") or {}).get("completedIndexes"))
-            failed_idx[role] = _indexes((j.get("status") or {}).get("failedIndexes"))
+    completed, failed_idx = flavor.finished_indexes(ordered) if flavor is not None else ({}, {})
 
     replicas: list[ReplicaStatus] = []
-    count_earlier = flavor in ("job", "kubeflow")
+    count_earlier = flavor is not None and flavor.replaced_pods_are_restarts
     for info in roles:
         for i in range(info.replicas):
             pod = grouped.current.get((info.role, i))
@@ -560,6 +317,8 @@ __all__ = [
     "EngineState",
     "PodIndex",
     "RoleInfo",
+    "annotations_of",
+    "conditions_of",
     "engine_state",
     "first_failure",
     "flavor_of",
@@ -567,9 +326,13 @@ __all__ = [
     "is_root",
     "job_status",
     "jobs_by_name",
+    "labels",
     "main_container_status",
+    "meta",
     "parse_time",
     "pod_index",
+    "pod_scheduling_problem",
     "replica_from_pod",
     "roles_of",
+    "true_condition",
 ]

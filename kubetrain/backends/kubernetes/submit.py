@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...contract.labels import FLAVOR_ANNOTATION, JOB_LABEL, PAUSED_ANNOTATION, SUBMISSION_LABEL
-from .client import JSON, ApiError, Cause, Kube, KubernetesError, Resource
+from .client.errors import ApiError, Cause, KubernetesError
+from .client.kube import Kube
+from .client.resources import Resource
+from .client.transport import JSON
 
 #: Used as the root's uid for children in a dry run when the server's answer for the root has none.
 _DRY_RUN_UID = "00000000-0000-0000-0000-000000000000"

@@ -19,7 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...contract.labels import JOB_LABEL
-from .client import JSON, ApiError, Kube, Resource
+from .client.errors import ApiError
+from .client.kube import Kube
+from .client.resources import PODS, Resource
+from .client.transport import JSON
 
 
 class Informer:
@@ -167,8 +170,6 @@ class JobWatch:
         self._cond = threading.Condition()
         self.version = 0
         self.workloads = Informer(kube, workload, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
-        from .client import PODS
-
         self.pods = Informer(kube, PODS, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
         #: monotonic time of the latest change (what the latency benchmark reads)
         self.changed_at = 0.0

@@ -1,31 +1,37 @@
 """The local backend: a TrainJob's replicas as processes on this machine, managed through the job store.
 
-Every command works across invocations: the store (SQLite) holds the jobs, a supervisor process (or the
-attached `kubetrain run` itself) owns the replicas, and `cancel`/`suspend` reach it through a request row
-plus a SIGTERM that wakes it.
+Every command works across invocations: the store (SQLite) holds the jobs and their launch records, a
+supervisor process (or the attached `run` itself) owns the replicas, and `cancel`/`suspend` reach it
+through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `backends.base.Backend`; its
+one local-only call is `launch_record` (for `kubetrain attach`). Job ids may be given as an unambiguous
+prefix everywhere.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
+import re
 import select
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
-from ...contract.errors import KubetrainError
-from ...frameworks import support_of
+from ...contract.errors import KubetrainError, UsageError
+from ...contract.logs import LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
-from ...terminal import OutputSink
+from ..base import DryRun, EventSink, RunResult, StillStopping
+from .launch import LaunchRecord
 from .processes import kill_recorded
 from .procfs import pid_alive
 from .store import JobStore, RequestKind
@@ -43,8 +49,8 @@ SUPERVISOR_EXIT_WAIT = 20.0
 seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
 SUPERVISOR_CLEARED_WAIT = 5.0
 """Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
-
-
+DRY_RUN_FILES_DIR = Path("<job-dir>/files")
+"""Where a dry run shows the job's files: the job's log folder, which has no name before the job exists."""
 
 
 class LocalError(KubetrainError):
@@ -64,12 +70,23 @@ def free_ports(count: int) -> list[int]:
 
 
 def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
+    """`plan()` over this machine: every replica on 127.0.0.1, each on a port free right now."""
     from ...frameworks import local_topology
     from ...plan import plan, replica_counts
 
     counts = replica_counts(job.spec)
     topology = local_topology(counts, free_ports(sum(counts.values())))
     return plan(job, topology, name=job_id, files_dir=str(files_dir), launcher_procs=True)
+
+
+def build_launch_record(
+    job: TrainJob, job_id: str, files_dir: Path, *, cwd: str | None, preload: Sequence[str] | None
+) -> LaunchRecord:
+    """The record a supervisor runs `job` from, as `job_id` (`preload` None: the framework's own)."""
+    from ...frameworks import support_of
+
+    modules = support_of(job.spec.framework).preload if preload is None else preload
+    return LaunchRecord.from_plan(local_plan(job, job_id, files_dir), cwd=cwd, preload=modules)
 
 
 def working_dir(job: TrainJob, base_dir: Path) -> str:
@@ -79,25 +96,112 @@ def working_dir(job: TrainJob, base_dir: Path) -> str:
     return str((base_dir / wd).resolve() if wd else base_dir.resolve())
 
 
+def base_dir_of(job: TrainJob) -> Path:
+    """The folder `job`'s relative paths resolve against: its file's (`TrainJob.base_dir`), else the current one."""
+    return Path(job.base_dir) if job.base_dir is not None else Path.cwd()
+
+
+@dataclass
+class LocalDescription:
+    """`describe` of a local job: its status and its spec as submitted."""
+
+    status: JobStatus
+    spec: dict[str, Any]
+
+    def status_lines(self) -> list[str]:
+        """The summary, a line per replica, and the failure with the failed replica's last lines."""
+        s = self.status
+        lines = [s.summary_line()]
+        for replica in s.replicas:
+            lines.append(f"  {replica.name:<16} {replica.phase.value:<10} {replica.describe_exit()}")
+        if s.first_failure is not None and s.phase is JobPhase.FAILED:
+            lines += s.first_failure.explain(s.job_id).split("\n")
+        return lines
+
+    def text(self) -> str:
+        from ...status_text import format_describe
+
+        return format_describe(self.status)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.status.to_dict()
+        data["spec"] = self.spec
+        return data
+
+
 class LocalBackend:
+    """Jobs as processes on this machine (`backends.base.Backend`)."""
+
     name = "local"
 
-    def __init__(self, store: JobStore | None = None) -> None:
-        self.store = store or JobStore()
+    def __init__(self, *, store: JobStore | None = None, preload: Sequence[str] | None = None) -> None:
+        """`preload`: modules Python replicas import once, in a process that then forks each of them
+        (None: the framework's `FrameworkSupport.preload`; empty: none)."""
+        self.store = store if store is not None else JobStore()
+        self.preload: tuple[str, ...] | None = None if preload is None else tuple(preload)
 
     def close(self) -> None:
         self.store.close()
 
-    # -- submit ---------------------------------------------------------------------------------------
+    def __enter__(self) -> LocalBackend:
+        return self
 
-    def create(self, job: TrainJob, base_dir: Path, preload: Sequence[str] | None = None) -> tuple[str, Plan]:
-        """Record the job and its launch plan; start nothing.
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-        ``preload``: modules the replicas import once before being forked (None: the framework's
-        `FrameworkSupport.preload`; empty: none).
-        """
-        preview = local_plan(job, job.name, Path("/nonexistent"))
-        replicas = [(r.role, r.index) for r in preview.replicas if r.processes]
+    # -- run --------------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        job: TrainJob,
+        *,
+        detach: bool = False,
+        dry_run: DryRun | None = None,
+        sink: LogSink | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunResult:
+        """See `Backend.run`. A client dry run gives the launch record as data (`RunResult.plan`), its files
+        folder shown as `<job-dir>/files`; nothing is stored."""
+        if dry_run == "server":
+            raise UsageError("--dry-run=server asks a Kubernetes API server: add --backend kubernetes")
+        if dry_run not in (None, "client"):
+            raise UsageError(f"unknown dry run {dry_run!r} (client or server)")
+        base_dir = base_dir_of(job)
+        if dry_run == "client":
+            record = build_launch_record(
+                job, job.name, DRY_RUN_FILES_DIR, cwd=working_dir(job, base_dir), preload=self.preload
+            )
+            return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
+        say = on_event or (lambda text: None)
+        job_id, record = self._create(job, base_dir)
+        warnings = list(record.warnings)
+        for warning in warnings:
+            say(f"warning: {warning}")
+        status = self._status(job_id)
+        if status.phase is JobPhase.SUSPENDED:  # created paused
+            return RunResult(job_id, self.name, status=status, warnings=warnings)
+        if detach:
+            self._start_detached(job_id)
+            return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
+        count = len(record.processes)
+        roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
+        say(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
+        try:
+            self._run_attached(job_id, sink, on_event)
+        finally:
+            if sink is not None:
+                sink.flush()
+        return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings)
+
+    def _create(self, job: TrainJob, base_dir: Path | None = None) -> tuple[str, LaunchRecord]:
+        """Record the job and its launch record; start nothing. A paused job is recorded Suspended.
+        `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder)."""
+        from ...plan import plan
+
+        base_dir = base_dir_of(job) if base_dir is None else base_dir
+        # The replicas that run processes (an MPI worker only hosts the launcher's): no ports needed.
+        wiring = plan(job).roles
+        replicas = [(w.role, index) for w in wiring if w.processes for index in range(w.replicas)]
         job_id = self.store.create_job(
             job.name,
             self.name,
@@ -106,11 +210,10 @@ class LocalBackend:
             replicas,
             backoff_limit=job.spec.run_policy.backoff_limit or 0,
         )
-        the_plan = local_plan(job, job_id, self.store.log_dir(job_id) / "files")
-        data = the_plan.to_dict()
-        data["cwd"] = working_dir(job, base_dir)
-        data["preload"] = list(support_of(job.spec.framework).preload if preload is None else preload)
-        self.store.set_plan_json(job_id, json.dumps(data))
+        record = build_launch_record(
+            job, job_id, self.store.log_dir(job_id) / "files", cwd=working_dir(job, base_dir), preload=self.preload
+        )
+        self.store.set_plan_json(job_id, record.to_json())
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             self.store.set_job_phase(
                 job_id,
@@ -121,15 +224,16 @@ class LocalBackend:
                     "Suspended", ConditionStatus.TRUE, "Paused", "created paused: kubetrain resume", time.time()
                 ),
             )
-        return job_id, the_plan
+        return job_id, record
 
-    def run_attached(self, job_id: str, sink: OutputSink | None, on_event: object = None) -> JobPhase:
+    def _run_attached(self, job_id: str, sink: LogSink | None, on_event: EventSink | None = None) -> JobPhase:
+        """Supervise the job in this process until it ends (or is suspended); Ctrl-C cancels it."""
         from .supervisor import Supervisor
 
-        return Supervisor(self.store, job_id, sink=sink, on_event=on_event).run()  # type: ignore[arg-type]
+        return Supervisor(self.store, job_id, sink=sink, on_event=on_event).run()
 
-    def start_detached(self, job_id: str) -> int:
-        """A supervisor in its own session, outliving this command; its own output goes to a file."""
+    def _start_detached(self, job_id: str) -> int:
+        """A supervisor in its own session, outliving this process; its own output goes to a file. Its pid."""
         log = self.store.log_dir(job_id) / "supervisor.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
@@ -145,20 +249,40 @@ class LocalBackend:
             )
         return proc.pid
 
-    # -- queries --------------------------------------------------------------------------------------
+    # -- queries ----------------------------------------------------------------------------------------
 
-    def resolve(self, prefix: str) -> str:
+    def _resolve(self, prefix: str) -> str:
         return self.store.resolve_id(prefix)
 
     def status(self, job_id: str) -> JobStatus:
+        return self._status(self._resolve(job_id))
+
+    def describe(self, job_id: str) -> LocalDescription:
+        job_id = self._resolve(job_id)
+        return LocalDescription(self._status(job_id), json.loads(self.store.get_spec_json(job_id)))
+
+    def list(self, *, limit: int | None = None) -> builtins.list[JobStatus]:
+        """Jobs, newest first."""
+        jobs = self.store.list_jobs(limit=limit)
+        return [self._status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
+
+    def launch_record(self, job_id: str) -> LaunchRecord:
+        """What the job's replicas run: their argv, env and working directory (`kubetrain attach`)."""
+        job_id = self._resolve(job_id)
+        record = self._stored_record(job_id)
+        if record is None:
+            raise LocalError(f"job {job_id} has no launch record")
+        return record
+
+    def _stored_record(self, job_id: str) -> LaunchRecord | None:
+        text = self.store.get_plan_json(job_id)
+        return None if text is None else LaunchRecord.from_json(text)
+
+    def _status(self, job_id: str) -> JobStatus:
         status = self.store.get_status(job_id)
         if not status.phase.is_terminal and self._supervisor_lost(job_id, status):
             status = self.store.get_status(job_id)
         return status
-
-    def list(self, limit: int | None = None) -> list[JobStatus]:
-        jobs = self.store.list_jobs(limit=limit)
-        return [self.status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
 
     def _supervisor_lost(self, job_id: str, status: JobStatus) -> bool:
         """A Running job whose supervisor died (SIGKILL, OOM, reboot): its replicas died with it (or are
@@ -182,62 +306,127 @@ class LocalBackend:
             expect=(JobPhase.RUNNING, JobPhase.PENDING),
         )
 
-    def log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:
-        """Replica key → log file, in plan order (several per replica with procsPerReplica > 1)."""
-        plan_json = self.store.get_plan_json(job_id)
-        plan = json.loads(plan_json) if plan_json else {"replicas": []}
+    # -- logs -------------------------------------------------------------------------------------------
+
+    def logs(
+        self,
+        job_id: str,
+        *,
+        role: str | None = None,
+        index: int | None = None,
+        follow: bool = False,
+        tail: int | None = None,
+        since: TimeBound | None = None,
+        grep: str | re.Pattern[str] | None = None,
+        previous: bool = False,
+        on_missing: Callable[[str, str], None] | None = None,
+    ) -> Iterator[LogRecord]:
+        """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended or is
+        suspended. `previous` has no meaning here (a replica's log holds every attempt)."""
+        from .logfiles import follow_log, merge_logs
+
+        job_id = self._resolve(job_id)
+        if index is not None and role is None:
+            raise UsageError("--index needs --role")
+        try:
+            pattern = re.compile(grep) if isinstance(grep, str) else grep
+        except re.error as exc:
+            raise UsageError(f"--grep {grep!r}: {exc}") from None
+        paths = self._log_paths(job_id, role, index)
+        if not paths:
+            what = f"role {role}" + (f" index {index}" if index is not None else "")
+            raise LocalError(f"job {job_id} has no replica matching {what}")
+        if follow:
+            return follow_log(paths, lambda: self._ended(job_id), since=since, tail=tail, grep=pattern)
+        if on_missing is not None:
+            for key, path in paths.items():
+                if not path.exists():
+                    on_missing(key, "no log yet (not started)")
+        return merge_logs(paths, since=since, tail=tail, grep=pattern)
+
+    def _log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:
+        """Process key → log file, in replica order (several per replica with procsPerReplica > 1)."""
+        record = self._stored_record(job_id)
         out: dict[str, Path] = {}
-        for replica in plan["replicas"]:
-            if (role is not None and replica["role"] != role) or (index is not None and replica["index"] != index):
+        for replica in record.replicas if record is not None else ():
+            if (role is not None and replica.role != role) or (index is not None and replica.index != index):
                 continue
-            path = self.store.log_path(job_id, replica["role"], replica["index"])
-            procs = replica["processes"]
-            for proc in procs:
-                out[proc["key"]] = path.with_name(f"{proc['key']}.log") if len(procs) > 1 else path
+            path = self.store.log_path(job_id, replica.role, replica.index)
+            many = len(replica.processes) > 1
+            for proc in replica.processes:
+                out[proc.key] = path.with_name(f"{proc.key}.log") if many else path
         return out
 
-    # -- control --------------------------------------------------------------------------------------
+    def _ended(self, job_id: str) -> bool:
+        phase = self._status(job_id).phase
+        return phase.is_terminal or phase is JobPhase.SUSPENDED
+
+    # -- control ----------------------------------------------------------------------------------------
 
     def cancel(self, job_id: str) -> JobStatus:
-        return self._request(job_id, RequestKind.CANCEL)
+        """Stop the job's replicas (SIGTERM, grace period, SIGKILL): the job ends Cancelled. `StillStopping`
+        if it has not stopped within `STOP_WAIT` seconds (the request stands)."""
+        return self._stopped(self._request(self._resolve(job_id), RequestKind.CANCEL))
 
     def suspend(self, job_id: str) -> JobStatus:
-        return self._request(job_id, RequestKind.SUSPEND)
+        """Stop the job's replicas and keep the job, to `resume`. `StillStopping` as for `cancel`."""
+        return self._stopped(self._request(self._resolve(job_id), RequestKind.SUSPEND))
+
+    @staticmethod
+    def _stopped(status: JobStatus) -> JobStatus:
+        if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
+            raise StillStopping(
+                f"job {status.job_id} is still {status.phase.value.lower()}: its supervisor has not stopped it "
+                "yet (a replica stuck in the kernel?); the request stands, check with: "
+                f"kubetrain status {status.job_id}"
+            )
+        return status
 
     def _request(self, job_id: str, kind: RequestKind) -> JobStatus:
-        status = self.status(job_id)
+        status = self._status(job_id)
         if status.phase.is_terminal:
             raise LocalError(f"job {job_id} has already ended ({status.phase.value})")
         if status.phase is JobPhase.SUSPENDED:
             if kind is RequestKind.SUSPEND:
                 return status
             self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
-            return self.status(job_id)
+            return self._status(job_id)
         self.store.add_request(job_id, kind)
         pid = self.store.live_supervisor_pid(job_id)
         if pid is None:  # created, supervisor not started yet (or gone): the request waits in the store
             if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
                 self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
-            return self.status(job_id)
+            return self._status(job_id)
         with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
             os.kill(pid, signal.SIGTERM)
-        return self.wait(
+        return self._wait(
             job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED, timeout=STOP_WAIT
         )
 
-    def resume(self, job_id: str, *, detach: bool = True) -> str:
-        status = self.status(job_id)
+    def resume(self, job_id: str) -> JobStatus:
+        """Start a Suspended job again (a detached supervisor, new ports); its status once started."""
+        job_id = self._resolve(job_id)
+        self._prepare_resume(job_id)
+        self._start_detached(job_id)
+        return self._status(job_id)
+
+    def _prepare_resume(self, job_id: str) -> None:
+        """A Suspended job made ready to start again: a fresh launch record, phase Pending."""
+        status = self._status(job_id)
         if status.phase is not JobPhase.SUSPENDED:
             raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
         from ...jobspec import from_dict
 
         job = from_dict(json.loads(self.store.get_spec_json(job_id)))
-        old = json.loads(self.store.get_plan_json(job_id) or "{}")
+        old = self._stored_record(job_id)
         job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
-        fresh = local_plan(job, job_id, self.store.log_dir(job_id) / "files").to_dict()
-        fresh["cwd"] = old.get("cwd")  # new ports: the old ones may be taken by now
-        fresh["preload"] = old.get("preload", [])
-        self.store.set_plan_json(job_id, json.dumps(fresh))
+        # New ports (the old ones may be taken by now); the same folder and preloaded modules.
+        fresh = LaunchRecord.from_plan(
+            local_plan(job, job_id, self.store.log_dir(job_id) / "files"),
+            cwd=old.cwd if old is not None else None,
+            preload=old.preload if old is not None else (),
+        )
+        self.store.set_plan_json(job_id, fresh.to_json())
         self.store.set_job_phase(
             job_id,
             JobPhase.PENDING,
@@ -245,9 +434,6 @@ class LocalBackend:
             message="resumed by request",
             condition=Condition("Suspended", ConditionStatus.FALSE, "Resumed", "resumed by request", time.time()),
         )
-        if detach:
-            self.start_detached(job_id)
-        return job_id
 
     def delete(self, job_id: str) -> None:
         """Cancel the job if it runs, wait for its supervisor to exit, then forget the job and its logs.
@@ -257,13 +443,14 @@ class LocalBackend:
         the log directory from under it. The wait is bounded; a supervisor that outlasts it finds its job
         gone and exits without recording anything.
         """
+        job_id = self._resolve(job_id)
         # Found before the cancel: on its way out the supervisor clears its record, not its process.
         supervisor = self._open_supervisor(job_id)
         try:
-            status = self.status(job_id)
+            status = self._status(job_id)
             if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
                 with contextlib.suppress(LocalError):  # it ended meanwhile: nothing to cancel
-                    self.cancel(job_id)
+                    self._request(job_id, RequestKind.CANCEL)
             if supervisor is None:  # a detached supervisor may have recorded itself only now
                 supervisor = self._open_supervisor(job_id)
             if supervisor is not None:
@@ -308,13 +495,13 @@ class LocalBackend:
                 deadline = min(deadline, time.monotonic() + SUPERVISOR_CLEARED_WAIT)
         return False
 
-    def wait(self, job_id: str, until: object, timeout: float = 60.0) -> JobStatus:
-        """Poll the store until `until(status)`; for CLI commands that wait on another process."""
+    def _wait(self, job_id: str, until: Callable[[JobStatus], bool], timeout: float = 60.0) -> JobStatus:
+        """Poll the store until `until(status)`, at most `timeout` seconds; the last status."""
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
-            status = self.status(job_id)
-            if until(status) or time.monotonic() > deadline:  # type: ignore[operator]
+            status = self._status(job_id)
+            if until(status) or time.monotonic() > deadline:
                 return status
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
@@ -327,3 +514,6 @@ class LocalBackend:
             message=message,
             condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
         )
+
+
+__all__ = ["LocalBackend", "LocalDescription", "LocalError", "build_launch_record", "free_ports", "local_plan"]

@@ -96,7 +96,7 @@ from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, ma
 from kubetrain.backends.local.logfiles import LineAssembler, LogWriter, append_note
 from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
 from kubetrain.backends.local.procfs import proc_start_time
-from kubetrain.terminal import OutputSink
+from kubetrain.contract.logs import LogSink
 
 __all__ = [
     "EXIT_CANNOT_EXECUTE",
@@ -287,7 +287,7 @@ class ProcessGroup:
     Usable as a context manager; leaving it calls :meth:`close`.
     """
 
-    def __init__(self, specs: Sequence[LaunchSpec], sink: OutputSink | None = None) -> None:
+    def __init__(self, specs: Sequence[LaunchSpec], sink: LogSink | None = None) -> None:
         self._specs = self._check_specs(specs)
         self._sink = sink
         #: Names this group's processes in their environment (``KUBETRAIN_LOCAL_TAG``).
@@ -341,7 +341,7 @@ class ProcessGroup:
         self._ensure_watchdog()
         prefix = _pdeathsig_prefix()
         if self._sink is not None:
-            self._sink.add_keys(s.key for s in self._specs)
+            self._sink.add_keys([s.key for s in self._specs])
         # Every log file opens before anything is spawned: an unwritable log
         # directory fails the start with nothing to clean up.
         logs: list[LogWriter] = []

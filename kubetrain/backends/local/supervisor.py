@@ -1,26 +1,24 @@
 """The supervisor of one local job: gang start, restart policy, deadline, cancel/suspend, final status.
 
-It works from the job's stored launch plan (JSON) and imports neither the spec layer nor any framework,
-so a detached supervisor starts in a few milliseconds of Python. Run detached as
+It works from the job's stored launch record (`launch.LaunchRecord`) and imports neither the spec layer
+nor any framework, so a detached supervisor starts in a few milliseconds of Python. Run detached as
 `python -m kubetrain.backends.local.supervisor JOB_ID`, or in-process by `kubetrain run` (attached).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ...contract import env_names
-from ...restart_policy import RestartRules
+from ...contract.logs import LogSink
 from ...status import REASON_STOPPED, Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
-from ...terminal import OutputSink
+from .launch import LaunchRecord
 from .logfiles import iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
 from .store import JobNotFoundError, JobStore, RequestKind
@@ -59,7 +57,7 @@ class Supervisor:
         store: JobStore,
         job_id: str,
         *,
-        sink: OutputSink | None = None,
+        sink: LogSink | None = None,
         grace: float = DEFAULT_GRACE,
         on_event: Callable[[str], None] | None = None,
     ) -> None:
@@ -70,11 +68,11 @@ class Supervisor:
         self.on_event = on_event or (lambda text: None)
         plan_json = store.get_plan_json(job_id)
         if plan_json is None:
-            raise RuntimeError(f"job {job_id} has no launch plan")
-        self.plan: dict[str, Any] = json.loads(plan_json)
-        self.rules = RestartRules.from_dict(self.plan.get("restart", {}))
-        self.deadline_s: int | None = self.plan.get("activeDeadlineSeconds")
-        self.debug = self.plan.get("runMode") == "Debug"
+            raise RuntimeError(f"job {job_id} has no launch record")
+        self.record = LaunchRecord.from_json(plan_json)
+        self.rules = self.record.restart
+        self.deadline_s = self.record.active_deadline_seconds
+        self.debug = self.record.run_mode == "Debug"
         self._interrupts = 0
         self._terminated = False
         self._cancel_message = "cancelled by request"
@@ -90,42 +88,36 @@ class Supervisor:
 
     def _specs(self) -> list[LaunchSpec]:
         python = os.environ.get(env_names.PYTHON) or sys.executable
+        record = self.record
         base_env = replica_base_env(os.environ, python, self.plan_keys())
-        files_dir = Path(self.plan["filesDir"])
-        if self.plan.get("files"):
+        if record.files:
+            files_dir = Path(record.files_dir)
             files_dir.mkdir(parents=True, exist_ok=True)
-            for name, content in self.plan["files"].items():
+            for name, content in record.files.items():
                 (files_dir / name).write_text(content)
-        cwd = self.plan.get("cwd")
-        preload = tuple(self.plan.get("preload", ()))
         specs = []
-        for replica in self.plan["replicas"]:
-            log = self.store.log_path(self.job_id, replica["role"], replica["index"])
-            many = len(replica["processes"]) > 1
-            for proc in replica["processes"]:
-                argv = list(proc["argv"])
+        for replica in record.replicas:
+            log = self.store.log_path(self.job_id, replica.role, replica.index)
+            many = len(replica.processes) > 1
+            for proc in replica.processes:
+                argv = list(proc.argv)
                 if argv and argv[0] == "python":
                     # Like torchrun: the replicas use the interpreter kubetrain runs on (its venv),
                     # not whichever `python` comes first on PATH.
                     argv[0] = python
                 if self.debug:
                     argv = list(HOLD_ARGV)
-                path = log.with_name(f"{proc['key']}.log") if many else log
-                env = {**base_env, **proc["env"]}
-                specs.append(LaunchSpec(proc["key"], argv, env, replica.get("cwd") or cwd, path, preload))
+                path = log.with_name(f"{proc.key}.log") if many else log
+                env = {**base_env, **proc.env}
+                specs.append(LaunchSpec(proc.key, argv, env, record.cwd, path, record.preload))
         return specs
 
     def _replica_of(self, key: str) -> tuple[str, int]:
-        for replica in self.plan["replicas"]:
-            if any(p["key"] == key for p in replica["processes"]):
-                return replica["role"], int(replica["index"])
-        raise KeyError(key)
+        replica = self.record.replica_of(key)
+        return replica.role, replica.index
 
     def _process_count(self, role: str, index: int) -> int:
-        for replica in self.plan["replicas"]:
-            if replica["role"] == role and int(replica["index"]) == index:
-                return len(replica["processes"])
-        raise KeyError(f"{role}-{index}")
+        return len(self.record.replica(role, index).processes)
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -210,7 +202,7 @@ class Supervisor:
     def _report_preload(self, group: ProcessGroup, now: float) -> None:
         """A condition saying whether the replicas were forked from a preloading server, and if not why;
         recorded when it changes (so once, unless a restart changed it)."""
-        if not self.plan.get("preload"):
+        if not self.record.preload:
             return
         if group.preloaded:
             state = (ConditionStatus.TRUE, "Forked", f"replicas forked after importing {', '.join(group.preloaded)}")
@@ -250,7 +242,7 @@ class Supervisor:
                 return JobPhase.SUCCEEDED
 
     def plan_keys(self) -> list[str]:
-        return [p["key"] for r in self.plan["replicas"] for p in r["processes"]]
+        return [p.key for p in self.record.processes]
 
     def _record_exit(self, event: ExitEvent, *, stopped: bool = False) -> None:
         """Record a replica's exit; ``stopped``: it ended because this supervisor stopped the group."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.render import render
 from kubetrain.jobspec import from_dict
 from tests.support.manifest_schemas import assert_valid
@@ -37,7 +38,7 @@ def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-@pytest.mark.parametrize("flavor", ["job", "jobset", "volcano", "kubeflow"])
+@pytest.mark.parametrize("flavor", FLAVORS)
 def test_api_access_renders_a_role_to_list_pods_and_pods_use_its_account(flavor: str) -> None:
     objects = render(job(apiAccess=True), flavor=flavor)
     assert_valid(objects)

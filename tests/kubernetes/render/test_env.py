@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.render import render_manifests
+from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.frameworks import resolve
 from kubetrain.jobspec import TrainJob
 from kubetrain.plan import plan
@@ -52,8 +54,8 @@ SPECS: dict[str, dict[str, Any]] = {
                 "run": {"exec": ["./serve", "--port", "8000"]}},
 }
 
-FLAVORS_OF: dict[str, tuple[str, ...]] = {name: ("job", "jobset", "volcano", "kubeflow") for name in SPECS}
-FLAVORS_OF["generic"] = ("job", "jobset", "volcano")
+FLAVORS_OF: dict[str, tuple[str, ...]] = {name: tuple(FLAVORS) for name in SPECS}
+FLAVORS_OF["generic"] = tuple(name for name, f in FLAVORS.items() if f.features.every_framework)
 
 
 def engine_env(flavor: str, role: str, index: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -72,7 +74,9 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
     rendered = render_manifests(job, flavor)
     assert rendered.topology is not None
     local = plan(job, rendered.topology, name=rendered.name, launcher_procs=False, files_dir="/etc/kubetrain")
-    by_key = {r.key: r for r in local.replicas}
+    # The local expectation is every process's full env: the framework's, then the user's as the local
+    # backend expands it (its launch record).
+    by_key = {r.key: r for r in LaunchRecord.from_plan(local).replicas}
     wirings = {w.role: w for w in local.roles}
     templates = pod_templates(rendered.objects)
     assert set(templates) == set(wirings)
@@ -161,7 +165,7 @@ def test_hostile_text_is_never_run(tmp_path: Path) -> None:
     assert not canary.exists()
 
 
-ALL_FLAVORS = ("job", "jobset", "volcano", "kubeflow")
+ALL_FLAVORS = tuple(FLAVORS)
 
 
 def test_argv_arrives_as_given_although_the_kubelet_expands_args(tmp_path: Path) -> None:

@@ -40,8 +40,9 @@ def load_example(path: Path, overrides: list[str] | None = None) -> TrainJob:
 
 
 def flavors_for(job: TrainJob) -> list[str]:
+    """The flavors that run the job's framework (the kubeflow flavor has a kind per framework, none for generic)."""
     if job.spec.framework.value == "generic":
-        return ["job", "jobset", "volcano"]
+        return [name for name, f in FLAVORS.items() if f.features.every_framework]
     return list(FLAVORS)
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrain.backends.kubernetes.render import render_manifests
+from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.contract.naming import is_dns_label
 from kubetrain.plan import plan
 from tests.support.kubelet import kubelet_env, main_container, make_job, pod_templates, run_container
@@ -33,7 +34,9 @@ def test_any_text_reaches_the_program_unchanged(argv: list[str], value: str, nam
                     "env": {name: value.replace("$", "$$"), "DERIVED": f"$(KUBETRAIN_REPLICA_INDEX){value}"}})
     rendered = render_manifests(job, "job")
     assert rendered.topology is not None
-    local = plan(job, rendered.topology, launcher_procs=False).replicas[index].processes[0]
+    # The local reference is the process as the local backend starts it: the framework's env, then the
+    # user's, expanded (its launch record).
+    local = LaunchRecord.from_plan(plan(job, rendered.topology, launcher_procs=False)).replicas[index].processes[0]
     container = main_container(pod_templates(rendered.objects)["worker"])
     env = kubelet_env(container, {}, {"JOB_COMPLETION_INDEX": str(index)})
     code, seen, err = run_container(container, env, cwd=tmp_path)

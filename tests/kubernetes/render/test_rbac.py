@@ -12,7 +12,7 @@ import yaml
 from kube_emulator import KubeEmulator
 from kubernetes import client as k8s
 
-from kubetrain.backends.kubernetes.render import job as job_flavor
+from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.kubernetes.render.rbac import RESOLVER_RULES, rbac_manifest, rbac_objects
 from kubetrain.jobspec import from_dict
@@ -70,7 +70,7 @@ def test_named_and_labelled_like_the_rendered_job() -> None:
         "spec": {"framework": "tensorflow", "image": "tf", "run": {"python": ["t.py"]}, "replicas": 2},
     })  # fmt: skip
     rendered = render_manifests(job, "job", NS, name=name, api_access=True)
-    base = job_flavor.layout(name, replica_counts(job.spec)).base
+    base = FLAVORS["job"].layout(name, replica_counts(job.spec)).base
     objects = rbac_objects(name, NS, object_name=base)
     job_labels = {o["metadata"]["labels"]["kubetrain.dev/job"] for o in rendered.objects}
     assert {o["metadata"]["labels"]["kubetrain.dev/job"] for o in objects} == job_labels

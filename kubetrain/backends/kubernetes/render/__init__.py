@@ -1,6 +1,8 @@
 """render(job, flavor) → plain Kubernetes manifests (dicts). Pure: no I/O, no cluster, no client calls.
 
-Flavors (docs/render.md has the full mapping):
+Flavors (docs/render.md has the full mapping) are the objects of `..flavors.FLAVORS`, looked up by name;
+each gives the layout and the workload objects, and this package what they share (the wired roles, pod
+templates, volumes, resources, policies, Services, RBAC):
 
 - `job` (default): an Indexed batch/v1 Job per role + a headless Service. Kubernetes ≥ 1.27 only.
 - `jobset`: one JobSet (jobset.x-k8s.io/v1alpha2), a replicatedJob per role, gang restart.
@@ -21,30 +23,21 @@ from __future__ import annotations
 import copy
 import json
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Any
 
+from ....contract.choices import DEFAULT_FLAVOR
 from ....frameworks import Topology
 from ....jobspec import DistributedConfig, TrainJob
 from ....plan import Plan, replica_counts
-from . import job as job_flavor
-from . import jobset, kubeflow, volcano
-from .context import Ctx, Layout, Options, check_spec, wire_roles
-from .errors import FLAVORS, Problems
+from ..flavors import FLAVORS, Flavor, get_flavor
+from .context import Ctx, Options, check_spec, wire_roles
+from .errors import Problems
 from .output import dump, to_json, to_yaml
 from .services import files_configmap, port_services
 
 ETCD_MAX_BYTES = 1536 * 1024
 """etcd's default request limit (1.5 MiB): an object larger than this cannot be stored."""
-
-_FLAVOR_MODULES: dict[str, ModuleType] = {
-    "job": job_flavor,
-    "jobset": jobset,
-    "volcano": volcano,
-    "kubeflow": kubeflow,
-}
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet: no vowels, no 0/1/3
 
@@ -55,7 +48,7 @@ class Rendered:
 
     objects: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
-    flavor: str = "job"
+    flavor: str = DEFAULT_FLAVOR
     name: str = ""
     """The job's name (a namePrefix job gets a generated one)."""
     topology: Topology | None = None
@@ -105,7 +98,7 @@ def generated_name(prefix: str) -> str:
 
 def render_manifests(
     job_or_plan: TrainJob | Plan,
-    flavor: str = "job",
+    flavor: str | Flavor = DEFAULT_FLAVOR,
     namespace: str | None = None,
     *,
     name: str | None = None,
@@ -115,7 +108,8 @@ def render_manifests(
     uid: int | None = None,
     gid: int | None = None,
 ) -> Rendered:
-    """Render `job` for `flavor`. Raises SpecError naming every field the flavor cannot express.
+    """Render `job` for `flavor` (a name of `FLAVORS`). Raises SpecError naming every field the flavor cannot
+    express, UsageError (a ValueError) for an unknown flavor.
 
     `namespace`: overrides metadata.namespace (none: the objects carry no namespace).
     `name`: the job's name (default metadata.name, or namePrefix plus 5 random characters).
@@ -124,23 +118,20 @@ def render_manifests(
     `api_access`: the replicas call the Kubernetes API (cluster resolver): mount the service account token.
     `uid`/`gid`: the submitting user's, for `security.runAsUser: true` (default: this process's).
     """
-    if flavor not in _FLAVOR_MODULES:
-        raise ValueError(f"unknown flavor {flavor!r}: one of {', '.join(FLAVORS)}")
+    chosen = get_flavor(flavor)
     job, name = _job_of(job_or_plan, name)
     if config is not None:
         job = job.with_config(config)
     if name is None:
         name = job.metadata.name or generated_name(job.metadata.name_prefix or "job-")
-    module = _FLAVOR_MODULES[flavor]
-    layout_of: Callable[[str, dict[str, int]], Layout] = module.layout
-    layout = layout_of(name, replica_counts(job.spec))
+    layout = chosen.layout(name, replica_counts(job.spec))
     problems = Problems()
     topology, roles, files = wire_roles(job, name, layout, problems)
     api_access = api_access or job.spec.api_access
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
-    ctx = Ctx(job, name, flavor, layout, options, topology, roles, files, problems)
+    ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems)
     check_spec(ctx)
-    objects: list[dict[str, Any]] = module.build(ctx)
+    objects = chosen.objects(ctx)
     objects += files_configmap(ctx)
     objects += port_services(ctx)
     if api_access:
@@ -151,7 +142,7 @@ def render_manifests(
                                 object_name=layout.base)
     _check_sizes(ctx, objects)
     problems.raise_if_any()
-    rendered = Rendered(objects, list(ctx.warnings), flavor, name, topology)
+    rendered = Rendered(objects, list(ctx.warnings), chosen.name, name, topology)
     if owner_uid is not None:
         rendered = replace(rendered, objects=rendered.with_owner(owner_uid))
     return rendered
@@ -162,13 +153,13 @@ def _check_sizes(ctx: Ctx, objects: list[dict[str, Any]]) -> None:
         size = len(json.dumps(obj, separators=(",", ":")).encode())
         if size > ETCD_MAX_BYTES:
             what = f"{obj['kind']} {obj['metadata']['name']}"
-            hint = "the jobset flavor's objects do not grow with the replica count" if ctx.flavor == "volcano" else None
             ctx.problems.add(("spec",), f"{what} would take {size:,} bytes, over etcd's 1.5 MiB object limit",
-                             hint=hint)
+                             hint=ctx.flavor.oversize_hint)
 
 
 def render_with_warnings(
-    job_or_plan: TrainJob | Plan, flavor: str = "job", namespace: str | None = None, **options: Any
+    job_or_plan: TrainJob | Plan, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None,
+    **options: Any,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(manifests, warnings): the warnings are for the user's eyes (the CLI prints them to stderr)."""
     rendered = render_manifests(job_or_plan, flavor, namespace, **options)
@@ -176,16 +167,17 @@ def render_with_warnings(
 
 
 def render(
-    job_or_plan: TrainJob | Plan, flavor: str = "job", namespace: str | None = None, **options: Any
+    job_or_plan: TrainJob | Plan, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None,
+    **options: Any,
 ) -> list[dict[str, Any]]:
     """The manifests of `job` for `flavor`, root first, as plain dicts. See `render_manifests`."""
     return render_manifests(job_or_plan, flavor, namespace, **options).objects
 
 
 def render_job(
-    job: TrainJob, flavor: str = "job", namespace: str | None = None
+    job: TrainJob, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """What `kubetrain render` calls: (manifests, warnings). Raises SpecError, ValueError (flavor)."""
+    """What `kubetrain render` calls: (manifests, warnings). Raises SpecError, UsageError (flavor)."""
     return render_with_warnings(job, flavor, namespace)
 
 

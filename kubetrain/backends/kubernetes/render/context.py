@@ -8,7 +8,7 @@ replicas the plan would expand on demand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic.alias_generators import to_camel
 
@@ -28,6 +28,9 @@ from ....jobspec import JobSpec, ReplicaSettings, TrainJob
 from ....jobspec.errors import Path
 from ....plan import plan, replica_counts, settings_for
 from .errors import Problems
+
+if TYPE_CHECKING:
+    from ..flavors import Flavor
 
 FILES_DIR = "/etc/kubetrain"
 """Where the job's files (hostfiles) are mounted from their ConfigMap."""
@@ -97,7 +100,7 @@ class Ctx:
 
     job: TrainJob
     name: str
-    flavor: str
+    flavor: Flavor
     layout: Layout
     options: Options
     topology: Topology
@@ -246,7 +249,7 @@ def check_spec(ctx: Ctx) -> None:
                          f"differs from the worker role's {workers} replicas, which is what the job starts with",
                          hint="set them equal, or drop expectedReplicas")
     queue = ctx.spec.scheduling.queue
-    if queue is not None and ctx.flavor != "volcano" and not is_label_value(queue):
+    if queue is not None and ctx.flavor.features.kueue_queue and not is_label_value(queue):
         ctx.problems.add(("spec", "scheduling", "queue"), "must be a valid label value (it becomes the "
                          f"{KUEUE_QUEUE_LABEL} label)")
 

@@ -6,14 +6,14 @@ from collections.abc import Iterable
 
 from ....jobspec import FieldError, SpecError
 from ....jobspec.errors import Path
-
-FLAVORS = ("job", "jobset", "volcano", "kubeflow")
-"""Every flavor `render` knows, the default first."""
+from ..flavors import FLAVORS
 
 
 def flavors_phrase(flavors: Iterable[str]) -> str:
-    """`("jobset", "volcano")` → "flavors that can express it: jobset, volcano"; none → says so."""
-    names = [f for f in FLAVORS if f in set(flavors)]
+    """`("jobset", "volcano")` → "flavors that can express it: jobset, volcano"; none → says so. The
+    names come in the registry's order."""
+    able = set(flavors)
+    names = [f for f in FLAVORS if f in able]
     if not names:
         return "no Kubernetes flavor can express it"
     if len(names) == 1:
@@ -43,4 +43,4 @@ class Problems:
             raise SpecError(list(self.errors))
 
 
-__all__ = ["FLAVORS", "Problems", "flavors_phrase"]
+__all__ = ["Problems", "flavors_phrase"]

@@ -154,7 +154,7 @@ def container_env(
     exports: list[tuple[str, str]] = []
     if style.index_env in user_names:
         ctx.problems.add(env_path(ctx, view, style.index_env),
-                         f"{style.index_env} holds the replica index in the {ctx.flavor} flavor; it cannot be set")
+                         f"{style.index_env} holds the replica index in the {ctx.flavor.name} flavor; it cannot be set")
     if style.index_field_ref is not None:
         env.append({"name": style.index_env, "valueFrom": {"fieldRef": {"fieldPath": style.index_field_ref}}})
     defined = {style.index_env, *style.engine_env}
@@ -182,7 +182,7 @@ def container_env(
         overridden = _overridden(style, var.name)
         if overridden and var.value_from is not None:
             ctx.problems.add(env_path(ctx, view, var.name),
-                             f"is also set by the {ctx.flavor} flavor's operator, which would override a value "
+                             f"is also set by the {ctx.flavor.name} flavor's operator, which would override a value "
                              "from valueFrom; give it a plain value (kubetrain then sets it at container start)")
         if var.value_from is None and (overridden or (raw and references(raw) & computed)):
             word = kube_value_expr(raw or "", defined, loose)

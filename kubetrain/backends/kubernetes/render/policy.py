@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..flavors import flavors_that
 from .context import Ctx
 
 PERMANENT_RANGE = range(1, 128)
@@ -43,31 +44,33 @@ def _suspend_path(ctx: Ctx) -> tuple[str, ...]:
 # -- checks shared by the flavors ----------------------------------------------------------------------
 
 
-def check_common(ctx: Ctx, *, suspend: bool, deadline: bool, exit_code_overrides: bool,
-                 terminate_after_preemption: bool, clean_pod_policies: tuple[str, ...]) -> None:
-    """Refuse what the flavor cannot express, naming the flavors that can."""
-    spec, flavor, problems = ctx.spec, ctx.flavor, ctx.problems
+def check_common(ctx: Ctx) -> None:
+    """Refuse what the flavor cannot express (its `Features`), naming the flavors that can."""
+    spec, problems = ctx.spec, ctx.problems
+    flavor, can = ctx.flavor.name, ctx.flavor.features
     policy = spec.run_policy
     if spec.scheduling.preemption_limit is not None:
         problems.unsupported(("spec", "scheduling", "preemptionLimit"), "a preemption limit", flavor, (),
                              hint="drop it; terminateAfterPreemption fails the job on the first preemption")
-    if suspended(ctx) and not suspend:
+    if suspended(ctx) and not can.suspend:
         problems.unsupported(_suspend_path(ctx), "creating the job suspended", flavor,
-                             ("job", "jobset", "kubeflow"))
-    if policy.active_deadline_seconds is not None and not deadline:
+                             flavors_that(lambda f: f.suspend))
+    if policy.active_deadline_seconds is not None and not can.deadline:
         problems.unsupported(("spec", "runPolicy", "activeDeadlineSeconds"), "a deadline for the whole job", flavor,
-                             ("job", "jobset", "kubeflow"))
+                             flavors_that(lambda f: f.deadline))
     codes = spec.exit_codes
-    if codes is not None and (codes.retryable or codes.permanent) and not exit_code_overrides:
-        problems.unsupported(("spec", "exitCodes"), "exit code overrides", flavor, ("job", "jobset", "volcano"),
+    if codes is not None and (codes.retryable or codes.permanent) and not can.exit_code_overrides:
+        problems.unsupported(("spec", "exitCodes"), "exit code overrides", flavor,
+                             flavors_that(lambda f: f.exit_code_overrides),
                              hint="without exitCodes, restartPolicy ExitCode is the operator's own rule")
-    if spec.scheduling.terminate_after_preemption and not terminate_after_preemption:
+    if spec.scheduling.terminate_after_preemption and not can.terminate_after_preemption:
         problems.unsupported(("spec", "scheduling", "terminateAfterPreemption"), "failing on preemption", flavor,
-                             ("job", "jobset", "volcano"))
+                             flavors_that(lambda f: f.terminate_after_preemption))
     clean = policy.clean_pod_policy
-    if clean is not None and clean not in clean_pod_policies:
+    if clean is not None and clean not in can.clean_pod_policies:
         problems.unsupported(
-            ("spec", "runPolicy", "cleanPodPolicy"), f"cleanPodPolicy {clean}", flavor, ("kubeflow",),
+            ("spec", "runPolicy", "cleanPodPolicy"), f"cleanPodPolicy {clean}", flavor,
+            flavors_that(lambda f: clean in f.clean_pod_policies),
             hint=f"the {flavor} flavor stops still-running pods when the job ends (cleanPodPolicy Running)",
         )
 
@@ -92,7 +95,7 @@ def gang_size(ctx: Ctx) -> int | None:
     return None
 
 
-# -- job (Indexed Jobs) --------------------------------------------------------------------------------
+# -- Indexed Jobs (job, jobset) --------------------------------------------------------------------------------
 
 
 def pod_failure_policy(ctx: Ctx) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ....jobspec import GpuSharing, Resources
 from ....jobspec.errors import Path
 from ....jobspec.resources import is_hugepages, overcommit_allowed, quantity_problem
 from ....jobspec.types import parse_quantity
+from ..flavors import flavors_that
 from .context import Ctx, RoleView
 
 NVIDIA_GPU = "nvidia.com/gpu"
@@ -174,10 +175,7 @@ def _same_limit(ctx: Ctx, view: RoleView, res: Resources, what: str) -> None:
 
 def _hami(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
     # HAMi's own resource names, or its Volcano device plugin's when Volcano schedules the pods.
-    if ctx.flavor == "volcano":
-        count, memory, cores = "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"
-    else:
-        count, memory, cores = NVIDIA_GPU, "nvidia.com/gpumem", "nvidia.com/gpucores"
+    count, memory, cores = ctx.flavor.gpu_share_resources or (NVIDIA_GPU, "nvidia.com/gpumem", "nvidia.com/gpucores")
     fraction = _fraction(res)
     out.limits[count] = "1" if fraction is not None or not res.gpu else _count(res.gpu)
     if fraction is not None:
@@ -191,10 +189,10 @@ def _hami(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
 
 
 def _runai(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
-    if ctx.flavor == "volcano":
+    if not ctx.flavor.features.pod_scheduler:
         ctx.problems.unsupported(ctx.where(view.role, "resources", "gpu_sharing"),
                                  "gpuSharing runai needs the Run:ai scheduler, and Volcano schedules its own pods",
-                                 ctx.flavor, ("job", "jobset", "kubeflow"))
+                                 ctx.flavor.name, flavors_that(lambda f: f.pod_scheduler))
         return
     out.scheduler_name = RUNAI_SCHEDULER
     fraction = _fraction(res)
@@ -219,10 +217,11 @@ def _runai(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
 
 
 def _aliyun(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
-    if ctx.flavor == "volcano":
+    if not ctx.flavor.features.pod_scheduler:
         ctx.problems.unsupported(ctx.where(view.role, "resources", "gpu_sharing"),
                                  "gpuSharing aliyun needs Alibaba Cloud's gpushare scheduler extender, and "
-                                 "Volcano schedules its own pods", ctx.flavor, ("job", "jobset", "kubeflow"))
+                                 "Volcano schedules its own pods", ctx.flavor.name,
+                                 flavors_that(lambda f: f.pod_scheduler))
         return
     fraction = _fraction(res)
     if res.gpu_memory is None:

@@ -86,7 +86,7 @@ def volume_plan(ctx: Ctx, view: RoleView, *, debug: bool) -> VolumePlan:
         name = f"mount-{i}"
         if isinstance(mount, S3Mount):
             ctx.problems.unsupported(
-                where, "an s3 mount", ctx.flavor, (),
+                where, "an s3 mount", ctx.flavor.name, (),
                 hint="create a PersistentVolumeClaim with your S3 CSI driver and mount it as type: volume",
             )
             continue

@@ -1,0 +1,122 @@
+"""One request to the API server, through the official client's ``ApiClient`` (its authentication, TLS and
+proxy handling), with the bytes read here (``_preload_content=False``), and retried here when idempotent.
+
+Every object is a plain dict (as rendered, as the API server sends it), core kinds and custom resources
+alike, so one code path serves Jobs, Pods, JobSets, Volcano Jobs and Kubeflow jobs. Only idempotent verbs
+(GET, DELETE, PATCH) are retried, on 429, 5xx and dropped connections (:mod:`.retry`); a POST is sent once
+(:mod:`..submit` decides about creates).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import ApiError, ConnectionLost
+from .retry import RetryPolicy
+
+JSON = dict[str, Any]
+
+Query = Sequence[tuple[str, Any]]
+
+
+def query(**params: Any) -> list[tuple[str, Any]]:
+    """Query parameters, None left out, booleans as the API writes them."""
+    out: list[tuple[str, Any]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        out.append((key, value))
+    return out
+
+
+class Transport:
+    """Requests to one cluster. Thread-safe (urllib3's pool is)."""
+
+    def __init__(self, api_client: Any, retry: RetryPolicy | None = None, timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        #: Requests sent (every attempt, streams included): what the benchmarks count.
+        self.request_count = 0
+        self._count_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Query = (),
+        body: Any = None,
+        content_type: str | None = None,
+        *,
+        stream: bool = False,
+        timeout: float | tuple[float, float] | None = None,
+    ) -> Any:
+        """One attempt. Returns the urllib3 response (``stream``) or the body's bytes; raises ApiError."""
+        import urllib3
+
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        m, url, hdrs, data, post = self.api_client.param_serialize(
+            method, path, query_params=list(query), header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        with self._count_lock:
+            self.request_count += 1
+        try:
+            resp = self.api_client.call_api(m, url, hdrs, data, post, _request_timeout=timeout or self.timeout)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ConnectionLost(exc) from exc
+        raw = resp.response
+        if not 200 <= raw.status <= 299:
+            try:
+                payload = raw.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                payload = b""
+                raw.close()  # a half-read connection must not go back to the pool
+            finally:
+                raw.release_conn()
+            raise ApiError.from_response(raw.status, payload, raw.headers)
+        if stream:
+            return raw
+        try:
+            return raw.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raw.close()  # a half-read connection must not go back to the pool
+            raise ConnectionLost(exc) from exc
+        finally:
+            raw.release_conn()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Query = (),
+        body: Any = None,
+        content_type: str | None = None,
+        *,
+        retry: bool | None = None,
+    ) -> JSON:
+        """A JSON request; idempotent verbs (all but POST) are retried on transient errors."""
+        if retry is None:
+            retry = method != "POST"
+        attempt = 0
+        while True:
+            try:
+                data = self._send(method, path, query, body, content_type)
+                return json.loads(data) if data else {}
+            except ApiError as exc:
+                if not (retry and exc.transient) or attempt + 1 >= self.retry.attempts:
+                    raise
+                self.retry.wait(attempt, exc)
+                attempt += 1
+
+
+__all__ = ["JSON", "Query", "Transport", "query"]

@@ -1,0 +1,201 @@
+"""`Flavor`: everything kubetrain does differently per Kubernetes engine, in one object per engine.
+
+A flavor says where its workload lives in the API (group, version, kinds) and what to install when a
+cluster lacks it; what it can express (`Features`, which render checks against and names the flavors
+that can when it cannot); how it renders (`layout`, `objects`); how its workload's state maps to the
+status model (`roles`, `engine_state`, `conditions`, ...); how it is suspended and resumed; and its
+few other particulars (the extra reads that explain a Pending job, what happens to hosting replicas
+when the root ends). The base class holds what most flavors share; each flavor module
+(`flavors/<name>.py`) subclasses it and overrides the rest. `flavors.FLAVORS` is the one list of them.
+
+A flavor module imports the shared render helpers (which pull in pydantic and the planner) when it
+renders, not when it is imported: status, list and logs never need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ....contract.labels import ROLE_LABEL
+from ....status import Condition, JobPhase
+from ..client.errors import KubernetesError
+from ..client.resources import Resource
+from ..workload import (
+    JSON,
+    EngineState,
+    RoleInfo,
+    api_group,
+    is_root,
+    labels,
+    meta,
+    object_conditions,
+)
+
+if TYPE_CHECKING:
+    from ..capabilities import Capabilities
+    from ..client.kube import Kube
+    from ..diagnose import Diagnosis
+    from ..lookup import Located
+    from ..render.context import Ctx, Layout
+
+
+class FlavorUnavailable(KubernetesError):
+    """The chosen flavor's custom resources are not served by this cluster."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a flavor can express. Render refuses the rest, naming the flavors whose features allow it."""
+
+    suspend: bool = True
+    """Create the job suspended (runMode Pause, runPolicy.suspend)."""
+    deadline: bool = True
+    """A deadline for the whole job (runPolicy.activeDeadlineSeconds)."""
+    exit_code_overrides: bool = True
+    """exitCodes (retryable / permanent) beside restartPolicy ExitCode."""
+    terminate_after_preemption: bool = True
+    """Fail the job on the first preemption (scheduling.terminateAfterPreemption)."""
+    clean_pod_policies: tuple[str, ...] = ("Running",)
+    """The runPolicy.cleanPodPolicy values it honours."""
+    gang: bool = False
+    """Gang scheduling of the whole job (scheduling.gang, minAvailable = every replica)."""
+    partial_gang: bool = False
+    """A gang smaller than the job (scheduling.minAvailable below the replica count)."""
+    gang_needs_kueue: bool = False
+    """Its gang is Kueue's: it needs scheduling.queue (a LocalQueue)."""
+    every_framework: bool = True
+    """Runs any framework, generic jobs and launcher roles included (the training operator has a kind per
+    framework instead)."""
+    pod_scheduler: bool = True
+    """The pods' schedulerName is kubetrain's to set (Run:ai, gpushare); False: the engine schedules its own."""
+    kueue_queue: bool = True
+    """scheduling.queue is a Kueue LocalQueue (a label on the root); False: the engine's own queue."""
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One Kubernetes engine kubetrain renders for and drives. Subclassed once per flavor."""
+
+    name: str
+    summary: str
+    """One line for docs and help: what the job becomes."""
+    group: str
+    """The API group of its workload (``batch`` for the job flavor)."""
+    version: str
+    """The version kubetrain renders."""
+    resources: tuple[Resource, ...]
+    """Its workload kinds, the likeliest first (one, except kubeflow's kind per framework)."""
+    install: str | None = None
+    """What to install when a cluster lacks the group; None: part of Kubernetes, always served."""
+    auto: int | None = None
+    """Preference when no flavor is named (lowest first); None: used only when named."""
+    features: Features = field(default_factory=Features)
+    replaced_pods_are_restarts: bool = False
+    """A replica's earlier failed pods count as its restarts (the controller replaces a failed pod or
+    restarts its container); False: the engine counts restarts of the whole gang itself."""
+    oversize_hint: str | None = None
+    """What to suggest when one of its objects passes etcd's size limit."""
+    gpu_share_resources: tuple[str, str, str] | None = None
+    """HAMi's (count, memory, cores) resource names where the engine's own device plugin takes them
+    (Volcano's vGPU); None: HAMi's own names."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    # -- the API: served? where? -----------------------------------------------------------------------
+
+    def missing(self, caps: Capabilities) -> str | None:
+        """Why this flavor cannot run on a cluster that serves `caps`, or None."""
+        if self.install is None or caps.serves(self.group, self.version):
+            return None
+        served = caps.groups.get(self.group)
+        if served:
+            return (f"the {self.name} flavor needs {self.group}/{self.version}, but this cluster serves only "
+                    f"{', '.join(self.group + '/' + v for v in served)}: upgrade {self.install}")
+        return f"the {self.name} flavor needs {self.install}: this cluster does not serve the {self.group} API group"
+
+    def served_resources(self, kube: Kube, caps: Capabilities) -> list[Resource]:
+        """Its workload kinds this cluster serves (what a lookup lists)."""
+        return list(self.resources) if self.missing(caps) is None else []
+
+    def check_served(self, kube: Kube, root: Mapping[str, Any]) -> None:
+        """Raise FlavorUnavailable if the cluster cannot take this rendered root (beyond its API group)."""
+
+    def owns(self, obj: Mapping[str, Any]) -> bool:
+        """Whether a workload object is of this flavor (for objects without kubetrain's flavor annotation)."""
+        return api_group(obj) == self.group and obj.get("kind") in {r.kind for r in self.resources}
+
+    def resource_of(self, root: Mapping[str, Any]) -> Resource:
+        """The resource of a workload object of this flavor."""
+        return self.resources[0]
+
+    # -- render ----------------------------------------------------------------------------------------
+
+    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+        """Object names and replica addresses for a job called `name` with these role sizes."""
+        raise NotImplementedError
+
+    def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
+        """The workload object(s), root first; problems go to `ctx.problems`."""
+        raise NotImplementedError
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def order(self, workloads: Sequence[Mapping[str, Any]]) -> list[JSON]:
+        """Its workload objects, root first."""
+        return [dict(w) for w in workloads]
+
+    def roles(self, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
+        """Roles and their replica counts, in the order the spec lists them."""
+        raise NotImplementedError
+
+    def engine_state(self, workloads: Sequence[Mapping[str, Any]]) -> EngineState:
+        """What the engine says of the job as a whole."""
+        return EngineState(JobPhase.RUNNING)
+
+    def conditions(self, workloads: Sequence[Mapping[str, Any]], created: float | None) -> list[Condition]:
+        """The workload's conditions in the status model."""
+        return [c for obj in workloads for c in object_conditions(obj, created)]
+
+    def finished_indexes(self, workloads: Sequence[Mapping[str, Any]]) -> tuple[
+            dict[str, set[int]], dict[str, set[int]]]:
+        """(role → indexes completed, role → indexes failed) that the workload records itself."""
+        return {}, {}
+
+    # -- control ---------------------------------------------------------------------------------------
+
+    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+        """Stop the job's pods and keep the job (`suspend`), or start them again."""
+        raise KubernetesError(f"job {job.name}: cannot {'suspend' if suspend else 'resume'} a {self.name} job")
+
+    def keeps_finished_pods(self, root: Mapping[str, Any]) -> bool:
+        """Whether a cancel keeps the pods that have finished (for their logs)."""
+        return False
+
+    def stop_hosts(self, kube: Kube, namespace: str, workloads: Sequence[Mapping[str, Any]]) -> None:
+        """The root has ended: stop what only hosted its processes and would run on (root first in
+        `workloads`)."""
+
+    def pending_causes(self, kube: Kube, namespace: str, root: Mapping[str, Any]) -> list[Diagnosis]:
+        """Causes holding Pending replicas that only this engine's objects tell (requests allowed)."""
+        return []
+
+
+def role_of(obj: Mapping[str, Any]) -> str:
+    """The role a per-role workload object (a Job of the job flavor) runs."""
+    return labels(obj).get(ROLE_LABEL) or meta(obj).get("name", "")
+
+
+def root_first(workloads: Sequence[Mapping[str, Any]]) -> list[JSON]:
+    return sorted((dict(w) for w in workloads), key=lambda o: (not is_root(o), meta(o).get("name", "")))
+
+
+__all__ = ["Features", "Flavor", "FlavorUnavailable", "role_of", "root_first"]

@@ -1,0 +1,190 @@
+"""Flavor `job`: one Indexed batch/v1 Job per role and one headless Service. Kubernetes ≥ 1.27, nothing else.
+
+Replica `i` of role `r` is pod hostname `<base>-<r>-<i>` (the Job controller's `<job>-<index>`), and the
+headless Service `<service>` (the pods' subdomain) publishes it as `<base>-<r>-<i>.<service>`. The
+first role's Job is the root object; everything else is owned by it (see render). Restarts are per
+pod (the Job controller replaces a failed pod), not of the whole group: for gang restarts use jobset.
+The root Job decides the job's end; the other roles' Jobs (hosting a launcher's processes) are suspended
+once it has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ....contract.naming import dns1035_label
+from ....status import Condition, JobPhase
+from ..client.errors import ApiError
+from ..client.resources import JOBS
+from ..workload import (
+    JSON,
+    EngineState,
+    RoleInfo,
+    cond_time,
+    first_container,
+    indexes,
+    is_root,
+    meta,
+    object_conditions,
+    paused_patch,
+    suspended_phase,
+    true_condition,
+)
+from .base import Features, Flavor, role_of, root_first
+
+if TYPE_CHECKING:
+    from ..capabilities import Capabilities
+    from ..client.kube import Kube
+    from ..lookup import Located
+    from ..render.context import Ctx, Layout, RoleView
+
+INDEX_ENV = "JOB_COMPLETION_INDEX"
+
+_FAILURE_ACTIONS = {
+    "PodFailurePolicy": "not retried: the exit code is permanent (podFailurePolicy)",
+    "DeadlineExceeded": "activeDeadlineSeconds reached",
+    "MaxFailedIndexesExceeded": "too many failed indexes",
+}
+
+
+class JobFlavor(Flavor):
+    # -- render ----------------------------------------------------------------------------------------
+
+    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+        from ..render.context import Layout, base_name, room_for_base
+
+        base = base_name(name, room_for_base(counts, 0), rfc1035=False)
+        service = dns1035_label(base)
+        return Layout(base, f"{base}-{{role}}-{{index}}.{service}", service, INDEX_ENV)
+
+    def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
+        from ..render.policy import check_common, check_indexed_completions, gang_size
+        from ..render.services import headless_service
+        from . import flavors_that
+
+        check_common(ctx)
+        check_indexed_completions(ctx)
+        if gang_size(ctx) is not None:
+            path = ("spec", "scheduling", "minAvailable" if ctx.spec.scheduling.min_available else "gang")
+            ctx.problems.unsupported(path, "gang scheduling", self.name, flavors_that(lambda f: f.gang),
+                                     hint="jobset gangs the whole job through Kueue (set scheduling.queue)")
+        jobs = [_indexed_job(ctx, view) for view in ctx.roles]
+        assert ctx.layout.service is not None
+        headless = headless_service(ctx, ctx.layout.service)
+        return [jobs[0], headless, *jobs[1:]]
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def order(self, workloads: Sequence[Mapping[str, Any]]) -> list[JSON]:
+        return sorted((dict(w) for w in workloads), key=lambda o: not is_root(o))
+
+    def roles(self, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
+        out: list[RoleInfo] = []
+        for job in root_first(workloads):
+            spec = job.get("spec") or {}
+            n = spec.get("completions") or spec.get("parallelism") or 1
+            role = role_of(job) or "job"
+            out.append(RoleInfo(role, int(n), container=first_container(spec.get("template") or {})))
+        return out
+
+    def engine_state(self, workloads: Sequence[Mapping[str, Any]]) -> EngineState:
+        roots = [j for j in workloads if is_root(j)] or list(workloads[:1])
+        root = roots[0]
+        limit = (root.get("spec") or {}).get("backoffLimit")
+        for job in workloads:
+            failed = true_condition(job, "Failed") or true_condition(job, "FailureTarget")
+            if failed:
+                reason = failed.get("reason")
+                if reason == "BackoffLimitExceeded":
+                    action = f"backoffLimit {limit} reached, gave up" if limit is not None else None
+                else:
+                    action = _FAILURE_ACTIONS.get(reason or "")
+                return EngineState(JobPhase.FAILED, reason, failed.get("message"), cond_time(failed), 0, limit, action)
+        done = true_condition(root, "Complete") or true_condition(root, "SuccessCriteriaMet")
+        if done:
+            return EngineState(JobPhase.SUCCEEDED, None, None, cond_time(done), 0, limit)
+        if any((j.get("spec") or {}).get("suspend") for j in workloads):
+            state = suspended_phase(root)
+            state.backoff_limit = limit
+            return state
+        return EngineState(JobPhase.RUNNING, backoff_limit=limit)
+
+    def conditions(self, workloads: Sequence[Mapping[str, Any]], created: float | None) -> list[Condition]:
+        # A Job per role: say which role's Job a message is about.
+        several = len(workloads) > 1
+        return [c for obj in workloads
+                for c in object_conditions(obj, created, f"{role_of(obj) or meta(obj).get('name')}: " if several
+                                           else "")]
+
+    def finished_indexes(self, workloads: Sequence[Mapping[str, Any]]) -> tuple[
+            dict[str, set[int]], dict[str, set[int]]]:
+        completed: dict[str, set[int]] = {}
+        failed: dict[str, set[int]] = {}
+        for j in workloads:
+            role = role_of(j)
+            completed[role] = indexes((j.get("status") or {}).get("completedIndexes"))
+            failed[role] = indexes((j.get("status") or {}).get("failedIndexes"))
+        return completed, failed
+
+    # -- control ---------------------------------------------------------------------------------------
+
+    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+        for obj in job.workloads:
+            patch: JSON = {"spec": {"suspend": suspend}}
+            if obj is job.root:
+                patch.update(paused_patch(suspend))
+            kube.merge_patch(JOBS, meta(obj)["name"], job.namespace, patch)
+
+    def stop_hosts(self, kube: Kube, namespace: str, workloads: Sequence[Mapping[str, Any]]) -> None:
+        """Once the root Job has ended, the other roles' Jobs (hosting a launcher's processes, parameter
+        servers) would run on: suspend them (their pods go, their record stays)."""
+        for job in workloads[1:]:
+            if not self.owns(job) or (job.get("spec") or {}).get("suspend"):
+                continue
+            if not true_condition(job, "Complete", "Failed"):
+                with contextlib.suppress(ApiError):
+                    kube.merge_patch(JOBS, meta(job)["name"], namespace, {"spec": {"suspend": True}})
+
+
+def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
+    from ..render.pod import PodStyle, pod_template
+    from ..render.policy import pod_failure_policy, restarts_allowed, suspended
+
+    policy = ctx.spec.run_policy
+    spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": view.replicas,
+        "parallelism": view.replicas,
+        "backoffLimit": restarts_allowed(ctx),
+        "podFailurePolicy": pod_failure_policy(ctx),
+    }
+    if policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
+    if policy.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
+    if suspended(ctx):
+        spec["suspend"] = True
+    style = PodStyle(index_env=INDEX_ENV, subdomain=ctx.layout.service)
+    spec["template"] = pod_template(ctx, view, style)
+    return {
+        "apiVersion": JOBS.api_version,
+        "kind": JOBS.kind,
+        "metadata": ctx.metadata(f"{ctx.layout.base}-{view.role}", view.role, queue_label=True),
+        "spec": spec,
+    }
+
+
+FLAVOR = JobFlavor(
+    name="job",
+    summary="an Indexed batch/v1 Job per role + a headless Service; Kubernetes >= 1.27 only",
+    group=JOBS.group,
+    version=JOBS.version,
+    resources=(JOBS,),
+    auto=1,
+    features=Features(),
+    replaced_pods_are_restarts=True,
+)
+
+__all__ = ["FLAVOR", "INDEX_ENV", "JobFlavor"]

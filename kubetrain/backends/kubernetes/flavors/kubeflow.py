@@ -1,0 +1,234 @@
+"""Flavor `kubeflow`: the training operator's kubeflow.org/v1 kinds, one per framework.
+
+The kind comes from the framework registry (`kubetrain.frameworks.support_of(framework).kubeflow`):
+
+| framework                        | kind       | replica types                | container / port name     |
+|----------------------------------|------------|------------------------------|---------------------------|
+| pytorch, deepspeed (no launcher) | PyTorchJob | Master, Worker               | pytorch / pytorchjob-port |
+| tensorflow                       | TFJob      | Chief, Worker, PS, Evaluator | tensorflow / tfjob-port   |
+| mpi                              | MPIJob     | Launcher, Worker             | mpi / -                   |
+| jax                              | JAXJob     | Worker                       | jax / jaxjob-port         |
+
+Replica `i` of type `r` is the pod (and per-replica Service) `<base>-<r>-<i>`. The operator sets its own
+RANK / TF_CONFIG / MASTER_ADDR; kubetrain's start-up script exports the same contract as on every other
+flavor over them (same values where both set one), so a program sees identical variables everywhere.
+The replica index comes from the operator's `training.kubeflow.org/replica-index` pod label.
+
+A cluster may serve some of the kinds and not others: which ones is one more discovery request, made
+for this flavor only. `cleanPodPolicy: None` keeps finished pods (and their logs) past a cancel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ....contract import env_names
+from ....status import JobPhase
+from ..client.resources import Resource
+from ..workload import (
+    EngineState,
+    RoleInfo,
+    api_group,
+    cond_time,
+    first_container,
+    meta,
+    paused_patch,
+    suspended_phase,
+    template_role,
+    true_condition,
+)
+from .base import Features, Flavor, FlavorUnavailable
+
+if TYPE_CHECKING:
+    from ....frameworks import KubeflowKind
+    from ..capabilities import Capabilities
+    from ..client.kube import Kube
+    from ..lookup import Located
+    from ..render.context import Ctx, Layout, RoleView
+
+GROUP, VERSION = "kubeflow.org", "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+RESOURCES = (
+    Resource(GROUP, VERSION, "pytorchjobs", "PyTorchJob"),
+    Resource(GROUP, VERSION, "tfjobs", "TFJob"),
+    Resource(GROUP, VERSION, "mpijobs", "MPIJob"),
+    Resource(GROUP, VERSION, "jaxjobs", "JAXJob"),
+)
+"""The kinds of the frameworks' `KubeflowKind`s (a test holds them equal)."""
+INDEX_ENV = env_names.REPLICA_INDEX
+INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
+OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
+                "TF_CONFIG", "PET_*")
+"""Variables the training operator appends to the container's env (after kubetrain's, so they would win)."""
+
+_REPLICA_TYPES = {"ps": "PS"}
+_TITLES = {"pytorch": "PyTorch", "deepspeed": "DeepSpeed", "tensorflow": "TensorFlow", "mpi": "MPI", "jax": "JAX"}
+
+
+def replica_type(role: str) -> str:
+    return _REPLICA_TYPES.get(role, role.capitalize())
+
+
+class KubeflowFlavor(Flavor):
+    # -- the API ---------------------------------------------------------------------------------------
+
+    def served_resources(self, kube: Kube, caps: Capabilities) -> list[Resource]:
+        if self.missing(caps) is not None:
+            return []
+        served = {r.get("kind") for r in kube.group_resources(self.api_version)}
+        return [r for r in self.resources if r.kind in served]
+
+    def check_served(self, kube: Kube, root: Mapping[str, Any]) -> None:
+        """The group serves several kinds: is the one this job renders as among them?"""
+        api_version, kind = str(root["apiVersion"]), str(root["kind"])
+        names = {r.get("kind") for r in kube.group_resources(api_version)}
+        if kind not in names:
+            served = ", ".join(sorted(n for n in names if n)) or "nothing"
+            raise FlavorUnavailable(f"the {self.name} flavor renders this job as a {kind} ({api_version}), which "
+                                    f"this cluster does not serve (it serves {served}): install {self.install}")
+
+    def owns(self, obj: Mapping[str, Any]) -> bool:
+        return api_group(obj) == self.group  # every kind of the group, the ones kubetrain renders and others
+
+    def resource_of(self, root: Mapping[str, Any]) -> Resource:
+        kind = str(root.get("kind"))
+        for res in self.resources:
+            if res.kind == kind:
+                return res
+        group, _, version = str(root.get("apiVersion")).rpartition("/")
+        return Resource(group, version, kind.lower() + "s", kind)
+
+    # -- render ----------------------------------------------------------------------------------------
+
+    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+        from ..render.context import Layout, base_name, room_for_base
+
+        # The operator names a Service after each replica: the job name must start with a letter.
+        base = base_name(name, room_for_base(counts, 0), rfc1035=True)
+        return Layout(base, f"{base}-{{role}}-{{index}}", None, INDEX_ENV)
+
+    def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
+        from ..render.policy import kubeflow_run_policy
+
+        kind = _check(ctx)
+        if kind is None:
+            return []
+        spec: dict[str, Any] = {
+            kind.replica_specs: {replica_type(v.role): _replica_spec(ctx, v, kind) for v in ctx.roles},
+            "runPolicy": kubeflow_run_policy(ctx),
+        }
+        if kind.kind == "MPIJob":
+            workers = [v for v in ctx.roles if v.role == "worker"]
+            spec["slotsPerWorker"] = workers[0].procs if workers else 1
+        if kind.kind == "PyTorchJob":
+            procs = max(v.procs for v in ctx.roles)
+            if procs > 1:
+                spec["nprocPerNode"] = str(procs)
+            elastic = ctx.spec.elastic
+            if elastic is not None:
+                spec["elasticPolicy"] = {
+                    "minReplicas": elastic.min_replicas,
+                    "maxReplicas": elastic.max_replicas,
+                    "maxRestarts": elastic.max_restarts,
+                    "rdzvBackend": "c10d",
+                }
+        return [{"apiVersion": API_VERSION, "kind": kind.kind,
+                 "metadata": ctx.metadata(ctx.layout.base, queue_label=True), "spec": spec}]
+
+    # -- status ----------------------------------------------------------------------------------------
+
+    def roles(self, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
+        out: list[RoleInfo] = []
+        if not workloads:
+            return out
+        spec = workloads[0].get("spec") or {}
+        for key, value in spec.items():
+            if not key.endswith("ReplicaSpecs") or not isinstance(value, dict):
+                continue
+            for rtype, rspec in value.items():
+                template = (rspec or {}).get("template") or {}
+                out.append(RoleInfo(template_role(template, rtype.lower()), int((rspec or {}).get("replicas", 1)),
+                                    container=first_container(template)))
+        return out
+
+    def engine_state(self, workloads: Sequence[Mapping[str, Any]]) -> EngineState:
+        kf = workloads[0]
+        run_policy = (kf.get("spec") or {}).get("runPolicy") or {}
+        limit = run_policy.get("backoffLimit")
+        for ctype, phase in (("Failed", JobPhase.FAILED), ("Succeeded", JobPhase.SUCCEEDED)):
+            c = true_condition(kf, ctype)
+            if c:
+                failed = phase is JobPhase.FAILED
+                return EngineState(phase, c.get("reason") if failed else None, c.get("message") if failed else None,
+                                   cond_time(c), 0, limit)
+        if run_policy.get("suspend") or true_condition(kf, "Suspended"):
+            state = suspended_phase(kf)
+            state.backoff_limit = limit
+            return state
+        if true_condition(kf, "Restarting"):
+            c = true_condition(kf, "Restarting") or {}
+            return EngineState(JobPhase.RUNNING, "Restarting", c.get("message"), backoff_limit=limit)
+        return EngineState(JobPhase.RUNNING, backoff_limit=limit)
+
+    # -- control ---------------------------------------------------------------------------------------
+
+    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+        kube.merge_patch(job.resource, meta(job.root)["name"], job.namespace,
+                         {**paused_patch(suspend), "spec": {"runPolicy": {"suspend": suspend}}})
+
+    def keeps_finished_pods(self, root: Mapping[str, Any]) -> bool:
+        return ((root.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy") == "None"
+
+
+def _check(ctx: Ctx) -> KubeflowKind | None:
+    """The kind for the job's framework, or None (a problem is recorded)."""
+    from ....frameworks import support_of
+    from ..render.policy import check_common
+    from . import flavors_that
+
+    check_common(ctx)
+    framework = ctx.spec.framework
+    kind = support_of(framework).kubeflow
+    others = flavors_that(lambda f: f.every_framework)
+    if kind is None:
+        ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
+                                 hint="the training operator has a kind per framework, none for generic jobs")
+        return None
+    if ctx.launcher_style and not kind.launcher_role:
+        title = _TITLES.get(framework.value, framework.value)
+        ctx.problems.unsupported(("spec", "roles", "launcher"), f"a {title} launcher role", ctx.flavor.name, others,
+                                 hint=f"without a launcher role, {title} runs as a {kind.kind}")
+        return None
+    return kind
+
+
+def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind) -> dict[str, Any]:
+    from ..render.pod import PodStyle, pod_template
+
+    # MPIJob's launcher runs `kubectl exec` into the workers with the token the operator grants it.
+    launcher = kind.kind == "MPIJob" and view.role == "launcher"
+    style = PodStyle(index_env=INDEX_ENV, index_field_ref=INDEX_FIELD, container_name=kind.container,
+                     port_name=kind.port_name, restart_policy=None, engine_overrides=OPERATOR_ENV,
+                     automount_token=True if launcher else None)
+    return {
+        "replicas": view.replicas,
+        "restartPolicy": ctx.spec.restart_policy,
+        "template": pod_template(ctx, view, style),
+    }
+
+
+FLAVOR = KubeflowFlavor(
+    name="kubeflow",
+    summary="PyTorchJob / TFJob / MPIJob / JAXJob (kubeflow.org/v1), by framework",
+    group=GROUP,
+    version=VERSION,
+    resources=RESOURCES,
+    install="the Kubeflow training operator v1 (https://github.com/kubeflow/trainer)",
+    features=Features(exit_code_overrides=False, terminate_after_preemption=False,
+                      clean_pod_policies=("All", "Running", "None"), gang=True, partial_gang=True,
+                      every_framework=False),
+    replaced_pods_are_restarts=True,
+)
+
+__all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "RESOURCES", "KubeflowFlavor", "replica_type"]

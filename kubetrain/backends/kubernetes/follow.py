@@ -1,0 +1,244 @@
+"""Following a job by watch: ``wait`` until a condition holds, ``follow`` it to its end (output into a sink,
+kubetrain's messages to ``on_event``), ``logs -f``.
+
+Everything here reads one :class:`~.watch.JobWatch` (a list + watch of the workload and of its pods), and
+never polls: a job that ends between two looks is never missed. Pending causes visible on the pods are
+reported at once; the ones that cost requests (events, Kueue, the flavor's own objects) once replicas
+have been Pending a while, then every ``diagnose_every`` seconds.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ...contract.logs import LogRecord, LogSink
+from ...status import JobPhase, JobStatus, ReplicaPhase
+from .client.errors import KubernetesError
+from .client.resources import Resource
+from .describe import last_lines, pending_reason
+from .flavors import flavor_of
+from .logs import LogFollower, Since
+from .lookup import JobNotFound, Located, ordered
+from .status_map import PodIndex, group_pods, job_status, roles_of
+from .watch import JobWatch
+
+if TYPE_CHECKING:
+    from .backend import KubernetesBackend
+
+State = Callable[[], tuple[JobStatus | None, PodIndex, dict[str, str | None]]]
+"""The job as the watch sees it now: (status or None when its workload is gone, pods by replica,
+role → main container)."""
+
+
+def job_state(jw: JobWatch, name: str) -> State:
+    def state() -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
+        workloads, pods, _deleted = jw.snapshot()
+        if not workloads:
+            return None, PodIndex({}, {}), {}
+        objs = ordered(workloads)
+        roles = roles_of(flavor_of(objs[0]), objs)
+        status = job_status(objs, pods, job_id=name, namespace=jw.namespace)
+        return status, group_pods(pods, roles), {r.role: r.container for r in roles}
+
+    return state
+
+
+def wait(backend: KubernetesBackend, name: str, namespace: str | None, *,
+         until: Callable[[JobStatus], bool] | None = None, timeout: float | None = None) -> JobStatus:
+    """Block until ``until(status)`` (default: the job has ended). ``until`` sees Pending causes visible on
+    the pods (``reason``); the status returned (also on timeout) is explained as by ``status``."""
+    until = until or (lambda s: s.phase.is_terminal)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with backend.watch(name, namespace) as jw:
+        seen = 0
+        status: JobStatus | None = None
+        state = job_state(jw, name)
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            seen = jw.wait_change(seen, timeout=left)
+            if jw.error is not None:
+                raise as_error(jw.error)
+            timed_out = deadline is not None and time.monotonic() >= deadline
+            if not jw.wait_synced(0):
+                if timed_out:
+                    break
+                continue
+            status = state()[0]
+            if status is None:
+                return deleted_status(name, jw)
+            workloads, pods, _ = jw.snapshot()
+            status = pending_reason(status, backend.diagnose_pending(status, ordered(workloads), pods, reads=False))
+            if until(status) or timed_out:
+                if status.phase.is_terminal:
+                    status = settle(jw, state, status)
+                    workloads, pods, _ = jw.snapshot()
+                break
+    if status is None:
+        return backend.status_in(name, namespace)
+    return backend.explain(status, ordered(workloads), pods)
+
+
+def follow(
+    backend: KubernetesBackend,
+    name: str,
+    namespace: str | None,
+    *,
+    sink: LogSink | None = None,
+    on_event: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+    cancel_on_interrupt: bool = False,
+    resource: Resource | None = None,
+) -> JobStatus:
+    """Follow a job to its end: every replica's output into ``sink``, status changes and Pending causes
+    (one line per cause, with a hint) to ``on_event``. Returns the final status. Ctrl-C cancels the job
+    when ``cancel_on_interrupt``. ``resource``: the job's workload kind when known (as after a submit), which
+    saves looking the job up."""
+    say = on_event or (lambda text: None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    jw = backend.watch(name, namespace, resource=resource)
+    state = job_state(jw, name)
+    log_thread: threading.Thread | None = None
+    follower: LogFollower | None = None
+    if sink is not None:
+        follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.log_grace)
+        out = sink
+
+        def pump() -> None:
+            assert follower is not None
+            for rec in follower:
+                out.record(rec)
+                out.flush()
+
+        log_thread = threading.Thread(target=pump, name="kubetrain-logs", daemon=True)
+        log_thread.start()
+    status: JobStatus | None = None
+    try:
+        status = _follow_loop(backend, jw, state, name, say, deadline)
+    except KeyboardInterrupt:
+        if not cancel_on_interrupt:
+            raise
+        say(f"interrupted: cancelling job {name}")
+        status = backend.cancel_in(name, jw.namespace)
+    finally:
+        if log_thread is not None and follower is not None:
+            log_thread.join(backend.log_grace + 2.0)
+            follower.stop()
+        jw.stop()
+    if status.phase is JobPhase.FAILED and status.first_failure is not None:
+        _, pods, _ = jw.snapshot()
+        status.first_failure.last_lines = last_lines(backend.kube, status, pods)
+    return status
+
+
+def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: str, say: Callable[[str], None],
+                 deadline: float | None) -> JobStatus:
+    seen = 0
+    last_phase: JobPhase | None = None
+    replica_phases: dict[str, ReplicaPhase] = {}
+    said: set[str] = set()
+    # Causes that cost requests (events, Kueue, PodGroups) are looked up once replicas have been Pending for
+    # a while, then every `diagnose_every` seconds; what the pods show is reported at once, for free.
+    last_read = time.monotonic()
+    status: JobStatus | None = None
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        wait_for = backend.diagnose_every if left is None else min(left, backend.diagnose_every)
+        seen = jw.wait_change(seen, timeout=wait_for)
+        if jw.error is not None:
+            raise as_error(jw.error)
+        if not jw.wait_synced(0):
+            continue
+        status = state()[0]
+        if status is None:
+            return deleted_status(name, jw)
+        if status.phase.is_terminal:
+            status = settle(jw, state, status)
+        for r in status.replicas:
+            before = replica_phases.get(r.name)
+            if before is not r.phase and r.phase.is_terminal:
+                say(f"{r.name} {'succeeded' if r.phase is ReplicaPhase.SUCCEEDED else 'failed'}"
+                    + (f": {r.describe_exit()}" if r.phase is ReplicaPhase.FAILED and r.describe_exit() else ""))
+            elif before is not None and before is not r.phase and r.phase is ReplicaPhase.RUNNING and r.restarts:
+                say(f"{r.name} restarted ({r.restarts} restart{'s' if r.restarts != 1 else ''})")
+            replica_phases[r.name] = r.phase
+        if status.phase is not last_phase:
+            say(f"job {name} {status.phase.value}" + (f" ({status.reason})" if status.reason else ""))
+            last_phase = status.phase
+        if status.phase.is_terminal:
+            stop_hosting(backend, jw)
+            return status
+        if any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
+            workloads, pods, _ = jw.snapshot()
+            reads = time.monotonic() - last_read >= backend.diagnose_every
+            if reads:
+                last_read = time.monotonic()
+            for d in backend.diagnose_pending(status, ordered(workloads), pods, reads=reads):
+                line = d.line()
+                if line not in said:
+                    said.add(line)
+                    say(f"pending: {line}")
+        if deadline is not None and time.monotonic() >= deadline:
+            return status
+
+
+def settle(jw: JobWatch, state: State, status: JobStatus, quiet: float = 0.1, timeout: float = 2.0) -> JobStatus:
+    """The workload and pod watches are separate streams: when the engine says the job has ended, give
+    the pods' last changes a moment to arrive (until every replica has ended, or the pods have been
+    quiet for ``quiet`` seconds: pods that host a launcher's processes never end by themselves)."""
+    deadline = time.monotonic() + timeout
+    seen = jw.version
+    while any(not r.phase.is_terminal and r.reason not in ("NoPod", "NotStarted", "Suspended")
+              for r in status.replicas) and time.monotonic() < deadline:
+        now = jw.wait_change(seen, timeout=min(quiet, max(0.0, deadline - time.monotonic())))
+        if now == seen:
+            break
+        seen = now
+        latest = state()[0]
+        if latest is not None:
+            status = latest
+    return status
+
+
+def stop_hosting(backend: KubernetesBackend, jw: JobWatch) -> None:
+    """The root has ended: let its flavor stop what only hosted its processes (the job flavor's other
+    roles' Jobs would run on)."""
+    workloads, _, _ = jw.snapshot()
+    objs = ordered(workloads)
+    flavor = flavor_of(objs[0]) if objs else None
+    if flavor is not None:
+        flavor.stop_hosts(backend.kube, jw.namespace, objs)
+
+
+def deleted_status(name: str, jw: JobWatch) -> JobStatus:
+    deleted = list(jw.workloads.deleted.values())
+    _, pods, _ = jw.snapshot()
+    if deleted:
+        return job_status(ordered(deleted), pods, job_id=name, namespace=jw.namespace, deleted=True)
+    raise JobNotFound(name, jw.namespace)
+
+
+def follow_logs(backend: KubernetesBackend, loc: Located, role: str | None, index: int | None, tail: int | None,
+                since: Since | None, grep: str | re.Pattern[str] | None) -> Iterator[LogRecord]:
+    """``logs -f``: until the job ends, across restarts; Pending replicas are waited for."""
+    jw = JobWatch(backend.kube, loc.namespace, loc.name, loc.resource, timeout_seconds=backend.watch_timeout).start()
+    try:
+        jw.wait_synced(30)
+        follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name), role=role, index=index,
+                               tail=tail, since=since, grep=grep, grace=backend.log_grace)
+        yield from follower
+    finally:
+        jw.stop()
+
+
+def as_error(exc: BaseException) -> KubernetesError:
+    if isinstance(exc, KubernetesError):
+        return exc
+    return KubernetesError(f"watching the job failed: {type(exc).__name__}: {exc}")
+
+
+__all__ = ["State", "as_error", "deleted_status", "follow", "follow_logs", "job_state", "settle", "stop_hosting",
+           "wait"]

@@ -1,0 +1,1 @@
+"""One module per verb: `add_arguments(parser)` beside `run(args) -> int`. Listed in `cli.registry`."""

@@ -1,0 +1,24 @@
+"""`kubetrain list`: jobs, newest first, as kubectl prints them."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..options import add_backend, add_output, open_backend_for
+from ..output import print_jobs
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_output(p, ["wide", "json", "yaml", "name"])
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="Kubernetes: jobs of every namespace")
+    p.add_argument("--limit", type=int, help="at most this many jobs")
+    add_backend(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import options
+
+    extra = {"all_namespaces": True} if args.all_namespaces and options.backend_of(args) != "local" else {}
+    with open_backend_for(args, **extra) as backend:
+        print_jobs(backend.list(limit=args.limit), args.output)
+    return 0

@@ -1,0 +1,29 @@
+"""`kubetrain render`: a job's Kubernetes manifests, printed (the GitOps dry run; no cluster needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ...contract.choices import DEFAULT_FLAVOR
+from ..options import DEFAULT_FLAVOR_HELP, add_flavor, add_output, add_overrides
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE")
+    add_flavor(p, default=DEFAULT_FLAVOR, help_text=DEFAULT_FLAVOR_HELP)
+    p.add_argument("-n", "--namespace", help="namespace of the objects")
+    add_overrides(p)
+    add_output(p, ["yaml", "json"], "yaml")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...backends.kubernetes.render import dump, render_job
+    from ...jobspec import load_file
+
+    job = load_file(args.file, overrides=args.overrides)
+    objects, warnings = render_job(job, args.flavor, args.namespace)
+    for warning in warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    sys.stdout.write(dump(objects, args.output))
+    return 0

@@ -1,0 +1,179 @@
+"""`kubetrain run`: a job from a file or from a command line, attached (default) or detached, on any backend."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...contract.choices import FRAMEWORKS
+from ...contract.errors import EXIT_USAGE
+from ..errors import CliError
+from ..options import add_backend, add_flavor, add_output, add_overrides, backend_flags, open_backend_for
+from ..output import emit, say
+
+if TYPE_CHECKING:
+    from ...backends.base import RunResult
+    from ...jobspec import TrainJob
+
+EPILOG = """\
+examples:
+  kubetrain run job.yaml
+  kubetrain run job.yaml --set spec.replicas=4 --set spec.runPolicy.backoffLimit=2
+  kubetrain run --framework pytorch --replicas 2 --procs-per-replica 2 -- python train.py --steps 20
+  kubetrain run job.yaml --detach && kubetrain logs -f <ID>
+  kubetrain run job.yaml --backend k8s --dry-run=server
+
+Output of every replica is merged with a [role-index] prefix. Ctrl-C cancels the job (a second
+Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input, 130 cancelled."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("file", nargs="?", help="TrainJob YAML file")
+    add_overrides(p)
+    p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
+    p.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        choices=["client", "server"],
+        help="client (default): print what would run (the launch plan locally, the manifests on Kubernetes); "
+        "server: send everything to the Kubernetes API server with dryRun=All and print its verdict; "
+        "nothing runs",
+    )
+    add_flavor(p, default=None, help_text="Kubernetes engine (default: jobset if the cluster serves it, else job)")
+    p.add_argument("--framework", help=f"quick form: {'|'.join(FRAMEWORKS)}")
+    p.add_argument("--replicas", type=int, help="quick form: number of replicas")
+    p.add_argument("--procs-per-replica", help="quick form: processes per replica (a number or auto)")
+    p.add_argument("--name", help="quick form: job name (default: from the program)")
+    p.add_argument(
+        "--preload",
+        metavar="MODULES",
+        help="local: modules that Python replicas import once, in a process that then forks each replica "
+        "(default: torch for pytorch jobs, none otherwise; 'none' turns it off); see README, Local backend",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no kubetrain messages, only the replicas' output")
+    add_output(p, ["yaml", "json"], None)
+    add_backend(p)
+
+
+def quick_document(args: argparse.Namespace) -> dict[str, Any]:
+    """The TrainJob that `kubetrain run --framework F --replicas N -- PROGRAM ARGS` stands for."""
+    command: list[str] = args.command
+    if not command:
+        raise CliError("nothing to run: give a job file, or a program after --", EXIT_USAGE)
+    if Path(command[0]).name.startswith("python"):
+        rest = command[1:]
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            run: dict[str, Any] = {"module": rest[1:]}
+            stem = rest[1].rsplit(".", 1)[-1]
+        elif rest:
+            run = {"python": rest}
+            stem = Path(rest[0]).stem
+        else:
+            raise CliError("python needs a script or -m module", EXIT_USAGE)
+    else:
+        run = {"exec": command}
+        stem = Path(command[0]).name
+    name = args.name or (re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:40] or "job")
+    spec: dict[str, Any] = {"framework": args.framework or "generic", "run": run}
+    if args.replicas is not None:
+        spec["replicas"] = args.replicas
+    if args.procs_per_replica is not None:
+        ppr = args.procs_per_replica
+        spec["procsPerReplica"] = int(ppr) if ppr.isdigit() else ppr
+    return {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
+
+
+def preload_modules(text: str | None) -> list[str] | None:
+    """`--preload torch,numpy` → the modules; 'none' or '' → []; not given → None (the backend's default)."""
+    if text is None:
+        return None
+    modules = [m.strip() for m in text.split(",") if m.strip() and m.strip() != "none"]
+    for m in modules:
+        if not all(part.isidentifier() for part in m.split(".")):
+            raise CliError(f"--preload: {m!r} is not a module name (give e.g. torch or torch,numpy)", EXIT_USAGE)
+    return modules
+
+
+def load_job(args: argparse.Namespace) -> TrainJob:
+    """The job of this command line: its file (relative paths against the file's folder), or the quick form
+    (against the current folder)."""
+    from ...jobspec import from_dict, load_file
+
+    if args.file and args.command:
+        raise CliError("give a job file or a program after --, not both", EXIT_USAGE)
+    if args.file:
+        quick = [f for f in ("framework", "replicas", "procs_per_replica", "name") if getattr(args, f) is not None]
+        if quick:
+            flags = ", ".join("--" + f.replace("_", "-") for f in quick)
+            raise CliError(
+                f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
+            )
+        return load_file(Path(args.file), overrides=args.overrides)
+    return from_dict(quick_document(args), overrides=args.overrides)
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `run` adds to the backend's options: the local preload, the Kubernetes flavor."""
+    from .. import options
+
+    if options.backend_of(args) == "local":
+        return {"preload": preload_modules(args.preload)}
+    return {"flavor": args.flavor}
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    from ...terminal import OutputSink
+
+    started = time.monotonic()
+    with open_backend_for(args, **backend_options(args)) as backend:
+        result = backend.run(
+            job,
+            detach=args.detach,
+            dry_run=args.dry_run,
+            sink=OutputSink(),
+            on_event=lambda text: say(f"kubetrain: {text}", quiet=args.quiet),
+        )
+    return report(args, job, result, time.monotonic() - started)
+
+
+def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: float) -> int:
+    """What the terminal shows once `run` returns, and the exit status."""
+    job_id, quiet, again = result.job_id, args.quiet, backend_flags(args)
+    if result.plan is not None:
+        emit(result.plan, args.output or "yaml")
+        return 0
+    if result.dry_run is not None:
+        if args.output:
+            emit(result.dry_run.to_dict(), args.output)
+        else:
+            print(result.dry_run.format())
+        return result.exit_code
+    status = result.status
+    paused = job.spec.run_mode == "Pause" or bool(job.spec.run_policy.suspend)
+    if result.detached or status is None or (paused and status.phase.value == "Suspended"):
+        if paused:
+            say(f"job {job_id} created paused; start it with: kubetrain resume {job_id}{again}", quiet=quiet)
+        print(job_id)
+        return 0
+    phase = status.phase.value
+    if phase == "Succeeded":
+        say(f"job {job_id} succeeded in {took:.1f}s", quiet=quiet)
+    elif phase == "Cancelled":
+        say(f"job {job_id} cancelled", quiet=quiet)
+    elif phase == "Suspended":  # `kubetrain suspend` from another shell: the job waits, nothing failed
+        say(f"job {job_id} suspended; continue it with: kubetrain resume {job_id}{again}", quiet=quiet)
+    else:
+        if status.first_failure is not None:
+            print(status.first_failure.explain(job_id), file=sys.stderr)
+        else:
+            say(f"job {job_id} {phase.lower()}: {status.reason or ''} {status.message or ''}".rstrip())
+        say(f"logs: kubetrain logs {job_id}{again}    details: kubetrain describe {job_id}{again}", quiet=quiet)
+    return result.exit_code

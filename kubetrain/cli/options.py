@@ -1,0 +1,95 @@
+"""Options several verbs share, and opening the backend they name.
+
+Every job verb takes `--backend local|kubernetes` (alias `k8s`) with kubectl's `-n`, `--context` and
+`--kubeconfig`; the verb's handler then calls only `kubetrain.backends.base.Backend`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_FLAVOR, FLAVORS
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+
+
+def add_output(p: argparse.ArgumentParser, choices: Sequence[str], default: str | None = None) -> None:
+    p.add_argument("-o", "--output", choices=choices, default=default, help=f"output format: {'|'.join(choices)}")
+
+
+def add_overrides(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a field, e.g. spec.replicas=4 (repeatable)",
+    )
+
+
+def add_backend(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend",
+        default="local",
+        choices=[*BACKENDS, *BACKEND_ALIASES],
+        help="where the job runs: local processes (default) or a Kubernetes cluster",
+    )
+    p.add_argument("-n", "--namespace", help="Kubernetes namespace (default: the kubeconfig context's)")
+    p.add_argument("--context", help="kubeconfig context (Kubernetes)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (Kubernetes; default: $KUBECONFIG, ~/.kube/config)")
+
+
+def add_flavor(p: argparse.ArgumentParser, *, default: str | None, help_text: str) -> None:
+    p.add_argument("--flavor", default=default, choices=FLAVORS, help=help_text)
+
+
+DEFAULT_FLAVOR_HELP = f"Kubernetes engine to target (default: {DEFAULT_FLAVOR} = Indexed Jobs + headless Service)"
+
+
+def backend_of(args: argparse.Namespace) -> str:
+    from ..backends.base import backend_name
+
+    return backend_name(getattr(args, "backend", None) or "local")
+
+
+def open_backend_for(args: argparse.Namespace, **options: Any) -> Backend:
+    """The backend `--backend` names, opened with the options of this command line that apply to it."""
+    from ..backends.base import open_backend
+
+    name = backend_of(args)
+    if name == "kubernetes":
+        options.update(
+            namespace=getattr(args, "namespace", None),
+            context=getattr(args, "context", None),
+            kubeconfig=getattr(args, "kubeconfig", None),
+        )
+    return open_backend(name, **options)
+
+
+def backend_flags(args: argparse.Namespace) -> str:
+    """The flags that reach the same job again, for hints such as `kubetrain logs ID --backend kubernetes`."""
+    if backend_of(args) == "local":
+        return ""
+    words = ["--backend", "kubernetes"]
+    for flag, value in (("-n", getattr(args, "namespace", None)), ("--context", getattr(args, "context", None)),
+                        ("--kubeconfig", getattr(args, "kubeconfig", None))):
+        if value:
+            words += [flag, value]
+    return " " + shlex.join(words)
+
+
+__all__ = [
+    "DEFAULT_FLAVOR_HELP",
+    "add_backend",
+    "add_flavor",
+    "add_output",
+    "add_overrides",
+    "backend_flags",
+    "backend_of",
+    "open_backend_for",
+]

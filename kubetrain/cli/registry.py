@@ -1,0 +1,51 @@
+"""The CLI's verbs: name → module and one-line summary, and nothing imported until a verb runs.
+
+`kubetrain --help` lists the summaries from here alone; `kubetrain VERB ...` imports only
+`kubetrain.cli.commands.<module>`, which declares its own arguments beside its handler (pip's lazy
+command registry). Adding a verb is one module in `commands/` and one line here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    module: str
+    """`kubetrain.cli.commands.<module>`: defines `add_arguments(parser)` and `run(args) -> int`."""
+    summary: str
+
+
+COMMANDS: dict[str, Command] = {
+    # running
+    "run": Command("run", "Run a job (from a file, or from a command after --); attached by default."),
+    # job management, on every backend
+    "list": Command("list_jobs", "List jobs (newest first)."),
+    "status": Command("status", "Show a job's phase and replicas (a one-glance failure reason)."),
+    "describe": Command("describe", "Show everything about a job: replicas, counts, conditions, failure."),
+    "logs": Command("logs", "Print a job's output, merged across replicas with their prefixes."),
+    "cancel": Command("cancel", "Cancel jobs: stop their replicas (SIGTERM, grace period, SIGKILL)."),
+    "delete": Command("delete", "Delete jobs and their logs (cancels them first if running)."),
+    "suspend": Command("suspend", "Suspend jobs: stop their replicas, keep the job to resume later."),
+    "resume": Command("resume", "Resume suspended or paused jobs (runMode Pause)."),
+    "attach": Command(
+        "attach", "Open a shell in a replica's environment (runMode Debug: run the held program by hand)."
+    ),
+    # specs
+    "validate": Command("validate", "Check TrainJob files; every problem with its field path and line."),
+    "explain": Command("explain", "Describe a field of the TrainJob spec (like kubectl explain)."),
+    "schema": Command("schema", "Print the TrainJob JSON Schema (for editor completion and checks)."),
+    "version": Command("version", "Print the kubetrain version."),
+    "render": Command("render", "Render a job as Kubernetes manifests (no cluster needed)."),
+    # inside replicas and for cluster admins
+    "resolve": Command(
+        "resolve",
+        "Print this replica's cluster: JSON, TF_CONFIG, torch/JAX env, hostfile (for shell scripts inside replicas).",
+    ),
+    "rbac": Command(
+        "rbac", "Print the ServiceAccount, Role and RoleBinding the in-cluster resolver needs (get/list pods)."
+    ),
+}
+
+__all__ = ["COMMANDS", "Command"]
