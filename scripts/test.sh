@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Second command of the README: install what the tests need (OpenMPI from Debian, Python packages into
-# .venv), then run ruff, mypy and pytest. Extra arguments go to pytest (e.g. -k mpi, -x).
+# .venv), then run ruff, the import layers (lint-imports), mypy and pytest. Extra arguments go to pytest
+# (e.g. -k mpi, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

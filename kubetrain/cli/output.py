@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+# json and datetime are imported where used: every verb imports this module, and they cost `--help` ~4 ms.
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from ..contract.logs import LogRecord
     from ..status import JobStatus
     from ..terminal import OutputSink
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 def dump(data: Any, fmt: str) -> str:
     if fmt == "json":
+        import json
+
         return json.dumps(data, indent=2, sort_keys=False) + "\n"
     import yaml
 

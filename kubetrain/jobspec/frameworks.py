@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -33,3 +34,23 @@ SINGLE_REPLICA_ROLES: dict[Framework, tuple[str, ...]] = {
 }
 
 ELASTIC_FRAMEWORKS = (Framework.PYTORCH, Framework.DEEPSPEED)
+
+
+@dataclass(frozen=True)
+class RoleRule:
+    """A role a framework cannot run without: one of `needs_one_of` must be there (when `when` is)."""
+
+    needs_one_of: tuple[str, ...]
+    message: str
+    when: str | None = None
+    """Only when this role is present (TensorFlow's parameter servers need someone to serve)."""
+    hint: str | None = None
+
+
+ROLE_RULES: dict[Framework, tuple[RoleRule, ...]] = {
+    Framework.PYTORCH: (RoleRule(("master", "worker"), "a PyTorch job needs a master or worker role"),),
+    Framework.TENSORFLOW: (
+        RoleRule(("worker", "chief"), "parameter servers need a worker or chief role to serve", when="ps"),
+    ),
+    Framework.MPI: (RoleRule(("worker",), "an MPI job needs a worker role", hint="roles: {worker: {replicas: 2}}"),),
+}

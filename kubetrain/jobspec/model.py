@@ -23,7 +23,7 @@ from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
 from ..contract.naming import is_dns_label, is_label_key, is_label_value
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
-from .frameworks import ELASTIC_FRAMEWORKS, ROLES, SINGLE_REPLICA_ROLES, Framework
+from .frameworks import ELASTIC_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
 from .resources import ResourceList, Resources
 from .types import Affinity, Arg, EnvFromList, EnvList, SpecModel, Tolerations
@@ -527,12 +527,10 @@ def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaS
 
 def _framework_role_rules(framework: Framework, roles: dict[str, RoleSpec]) -> list[FieldError]:
     problems = []
-    if framework is Framework.TENSORFLOW and "ps" in roles and "worker" not in roles and "chief" not in roles:
-        problems.append(FieldError(("roles", "ps"), "parameter servers need a worker or chief role to serve"))
-    if framework is Framework.MPI and "worker" not in roles:
-        problems.append(FieldError(("roles",), "an MPI job needs a worker role", hint="roles: {worker: {replicas: 2}}"))
-    if framework is Framework.PYTORCH and "worker" not in roles and "master" not in roles:
-        problems.append(FieldError(("roles",), "a PyTorch job needs a master or worker role"))
+    for rule in ROLE_RULES.get(framework, ()):
+        if (rule.when is None or rule.when in roles) and not any(role in roles for role in rule.needs_one_of):
+            where = ("roles", rule.when) if rule.when else ("roles",)
+            problems.append(FieldError(where, rule.message, hint=rule.hint))
     return problems
 
 

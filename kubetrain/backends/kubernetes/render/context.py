@@ -90,7 +90,7 @@ def room_for_base(counts: dict[str, int], per_role_extra: int) -> int:
 
 def base_name(name: str, room: int, *, rfc1035: bool) -> str:
     """The job name if it fits (and starts with a letter where a Service is named after it), else a
-    sanitized, hashed form (names.py): distinct job names never share objects."""
+    sanitized, hashed form (contract/naming.py): distinct job names never share objects."""
     return dns1035_label(name, max_len=room) if rfc1035 else dns_label(name, max_len=room)
 
 

@@ -1,0 +1,70 @@
+"""The framework registry is the one place a framework is known: every framework of the job model has its
+entry, every entry plans a job the way its contract says, and no other code asks which framework it is."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kubetrain.contract import env_names
+from kubetrain.frameworks import FRAMEWORKS, support_of
+from kubetrain.jobspec import Framework
+from kubetrain.jobspec.frameworks import ROLES
+from kubetrain.plan import plan, replica_counts
+from tests.support.kubelet import make_job
+
+ROOT = Path(__file__).resolve().parents[2] / "kubetrain"
+
+# What each framework's replicas must find in their env (the contract of docs/design.md).
+CONTRACT = {
+    Framework.PYTORCH: {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"},
+    Framework.DEEPSPEED: {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", env_names.HOSTFILE},
+    Framework.TENSORFLOW: {"TF_CONFIG"},
+    Framework.JAX: {"JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"},
+    Framework.MPI: {env_names.HOSTFILE},
+    Framework.GENERIC: set(),
+}
+
+
+def test_every_framework_of_the_model_is_registered_once() -> None:
+    assert set(FRAMEWORKS) == set(Framework) == set(CONTRACT)
+    assert all(support.name is name for name, support in FRAMEWORKS.items())
+    assert support_of("pytorch") is FRAMEWORKS[Framework.PYTORCH]
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_every_framework_plans_its_contract(framework: Framework) -> None:
+    roles = ROLES[framework]
+    spec: dict[str, object] = {"framework": framework.value, "run": {"python": ["train.py"]}}
+    if framework is Framework.MPI:
+        spec["roles"] = {"worker": {"replicas": 2}}
+    else:
+        spec["replicas"] = 2
+    job = make_job(spec)
+    the_plan = plan(job)
+    counts = replica_counts(job.spec)
+    support = FRAMEWORKS[framework]
+    assert list(counts)[: len(support.implied_roles)] == list(support.implied_roles)
+    assert roles is None or set(counts) <= set(roles)
+    running = [p for r in the_plan.replicas for p in r.processes]
+    assert running, framework
+    for process in running:
+        assert process.env[env_names.FRAMEWORK] == framework.value
+        assert CONTRACT[framework] <= set(process.env), (framework, sorted(process.env))
+
+
+def test_no_code_outside_the_registries_compares_framework_names() -> None:
+    """What differs by framework is a `FrameworkSupport` attribute (or, in the job model, a table of
+    jobspec/frameworks.py). The resolver is the exception: it runs inside replicas without the registry (no
+    pydantic) and reads TensorFlow's own cluster layout from the env contract's KUBETRAIN_FRAMEWORK."""
+    names = "|".join(f.value for f in Framework)
+    compare = re.compile(rf'[=!]=\s*"({names})"|"({names})"\s*[=!]=|\bin\s*[(\[{{]\s*"({names})"'
+                         rf"|\bis (not )?Framework\.|[=!]= Framework\.")
+    own = {ROOT / "frameworks" / f"{f.value}.py" for f in Framework} | {ROOT / "jobspec" / "frameworks.py"}
+    allowed = {"resolver/env.py", "resolver/apiserver.py"}
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(ROOT.rglob("*.py")) if p not in own
+             for n, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
+    assert [f for f in found if f.split(":")[0] not in allowed] == []
+    assert len(found) == 2  # the resolver's two, documented above
