@@ -13,6 +13,7 @@ per process with the kubelet's rules), so `ProcessPlan.env` is the framework's e
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -157,14 +158,7 @@ def plan(
         wiring = wire(ctx)
         wirings.append(wiring)
         files.update(wiring.files)
-    policy = spec.run_policy
-    codes = spec.exit_codes
-    rules = RestartRules(
-        spec.restart_policy,
-        policy.backoff_limit or 0,
-        frozenset(codes.retryable) if codes else frozenset(),
-        frozenset(codes.permanent) if codes else frozenset(),
-    )
+    rules = restart_rules(spec, topology.roles)
     return Plan(
         job,
         job_name,
@@ -175,6 +169,21 @@ def plan(
         files,
         files_dir,
         rules,
+    )
+
+
+def restart_rules(spec: JobSpec, roles: Iterable[str]) -> RestartRules:
+    """The job's restart policy, each role's where it differs (`roles.<role>.restartPolicy`), and
+    runPolicy.backoffLimit with its default applied (`JobSpec.backoff_limit_of`)."""
+    codes = spec.exit_codes
+    job_policy = spec.job_restart_policy()
+    per_role = {role: spec.restart_policy_of(role) for role in roles}
+    return RestartRules(
+        job_policy,
+        spec.backoff_limit_of(),
+        frozenset(codes.retryable) if codes else frozenset(),
+        frozenset(codes.permanent) if codes else frozenset(),
+        {role: policy for role, policy in per_role.items() if policy != job_policy},
     )
 
 
@@ -205,5 +214,6 @@ __all__ = [
     "RestartRules",
     "default_topology",
     "plan",
+    "restart_rules",
     "settings_for",
 ]

@@ -313,13 +313,17 @@ def test_deepspeed_launcher_role_runs_the_deepspeed_launcher() -> None:
         },
         files_dir="/etc/kubetrain",
     )
-    assert [proc.key for proc in p.processes] == ["launcher-0"]  # workers only host the processes
-    argv = list(p.processes[0].argv)
-    assert argv[0] == "deepspeed"
-    assert "--hostfile=/etc/kubetrain/hostfile" in argv
-    assert "--master_addr=127.0.0.1" in argv
-    assert argv[-3:] == ["t.py", "--deepspeed_config", "ds.json"]
-    assert p.files == {"hostfile": "localhost slots=4\n"}
+    # The launcher replica starts one DeepSpeed launcher per worker node, by node rank, with no ssh; the
+    # workers only host the processes (as their pods would). Node N's ranks get worker N's env.
+    assert [proc.key for proc in p.processes] == ["launcher-0.0", "launcher-0.1"]
+    for node, proc in enumerate(p.processes):
+        argv = list(proc.argv)
+        assert argv[:3] == ["deepspeed", f"--node_rank={node}", "--no_ssh"]
+        assert "--hostfile=/etc/kubetrain/nodefile" in argv
+        assert "--master_addr=127.0.0.1" in argv
+        assert argv[-3:] == ["t.py", "--deepspeed_config", "ds.json"]
+        assert proc.env["NODE_RANK"] == str(node) and proc.env["KUBETRAIN_ROLE"] == "worker"
+    assert p.files == {"hostfile": "localhost slots=4\n", "nodefile": "worker-0 slots=2\nworker-1 slots=2\n"}
 
 
 @pytest.mark.parametrize(

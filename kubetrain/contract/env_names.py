@@ -16,6 +16,10 @@ CLUSTER = "KUBETRAIN_CLUSTER"
 """The job's cluster as JSON, so the resolver needs no API call where the env suffices."""
 HOSTFILE = "KUBETRAIN_HOSTFILE"
 """DeepSpeed and MPI: where the job's hostfile is."""
+LOCAL_RANK = "KUBETRAIN_LOCAL_RANK"
+"""generic jobs with procsPerReplica > 1: the process's number in its replica, 0 … procsPerReplica-1."""
+PROCS_PER_REPLICA = "KUBETRAIN_PROCS_PER_REPLICA"
+"""generic jobs: processes in each replica of the role."""
 
 # -- what a replica may have on Kubernetes -----------------------------------------------------------
 NAMESPACE = "KUBETRAIN_NAMESPACE"
@@ -40,10 +44,12 @@ __all__ = [
     "HOME",
     "HOSTFILE",
     "JOB",
+    "LOCAL_RANK",
     "LOCAL_TAG",
     "NAMESPACE",
     "NUM_REPLICAS",
     "POD_NAME",
+    "PROCS_PER_REPLICA",
     "PYTHON",
     "REPLICA_INDEX",
     "ROLE",

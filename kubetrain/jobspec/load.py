@@ -103,9 +103,18 @@ def from_dict(
     )
 
 
+MAX_FILE_BYTES = 8 << 20
+"""Largest job file read (8 MiB; a job spec is a few KiB): `kubetrain validate /dev/zero` must end."""
+
+
 def read_text(path: FsPath) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise SpecError([FieldError((), f"is too large for a job file (over {MAX_FILE_BYTES >> 20} MiB)",
+                                        file=str(path))])
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError([FieldError((), f"is not UTF-8 text (byte {exc.start})", file=str(path))]) from None
     except OSError as exc:

@@ -71,7 +71,13 @@ class RunPolicy(SpecModel):
     """How the job as a whole is retried, bounded in time and cleaned up (Kubeflow's RunPolicy)."""
 
     backoff_limit: int | None = Field(default=None, ge=0)
-    """Restarts of the whole replica group before the job fails. Default 0: fail on the first failure."""
+    """Restarts before the job fails (Kubeflow's and Run:ai's backoffLimit). Given without a restartPolicy,
+    it means restartPolicy OnFailure: failed replicas are restarted up to this many times. Not given: 6
+    (the Kubernetes Job controller's and Run:ai's default) where a restartPolicy restarts (OnFailure, Always,
+    ExitCode), else 0. With restartPolicy Never it must be 0. A restart restarts the whole replica group
+    (locally, jobset, volcano) or the failed pod (job, kubeflow), after a back-off that doubles each time:
+    locally from 1 s up to 1 min (status: reason BackOff, with the time of the next attempt); on Kubernetes
+    the engine's own (the Job controller's: from 10 s up to 6 min)."""
     active_deadline_seconds: int | None = Field(default=None, gt=0)
     """Wall-clock limit for the job, counted from its start; then every replica is stopped and the job fails."""
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
@@ -106,18 +112,34 @@ class ExitCodes(SpecModel):
 
 
 class Elastic(SpecModel):
-    """Elastic training: the job runs with any replica count in [minReplicas, maxReplicas] (torchrun's agent)."""
+    """Elastic training (DeepSpeedJob's ElasticConfig): the job keeps running with any worker count in
+    [minReplicas, maxReplicas] (torchrun's elastic agent, on every backend), starting with expectedReplicas."""
 
-    min_replicas: int = Field(ge=1)
-    max_replicas: int = Field(ge=1)
+    enabled: bool = True
+    """false: the job is not elastic, the whole block is ignored (DeepSpeedJob's elastic.enabled).
+    minReplicas and maxReplicas may then be left out."""
+    min_replicas: int | None = Field(default=None, ge=1)
+    """Fewest workers the job runs with (required when enabled)."""
+    max_replicas: int | None = Field(default=None, ge=1)
+    """Most workers the job runs with (required when enabled)."""
     expected_replicas: int | None = Field(default=None, ge=1)
-    """Replicas to start with; defaults to the worker role's replicas."""
+    """Worker replicas the job starts with (the worker role's replicas), in [minReplicas, maxReplicas].
+    Given alone, it sets the worker role's replicas; given with them, it must equal them; not given, it is
+    them. The same on every backend."""
     max_restarts: int = Field(default=3, ge=0)
     """Membership changes / failures the elastic agent tolerates before giving up."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Elastic:
-        problems = []
+        if not self.enabled:
+            return self
+        problems = [
+            FieldError((name,), "is required for elastic training", hint="or set enabled: false")
+            for name, value in (("minReplicas", self.min_replicas), ("maxReplicas", self.max_replicas))
+            if value is None
+        ]
+        if self.min_replicas is None or self.max_replicas is None:
+            raise SpecError(problems)
         if self.max_replicas < self.min_replicas:
             problems.append(
                 FieldError(("maxReplicas",), f"must be ≥ minReplicas ({self.min_replicas})", self.max_replicas, True)
@@ -362,10 +384,20 @@ class ReplicaSettings(PodOptions):
         return value
 
 
+RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+
+DEFAULT_BACKOFF_LIMIT = 6
+"""runPolicy.backoffLimit when a restartPolicy restarts and none is given: the Kubernetes Job
+controller's and Run:ai's default."""
+
+
 class RoleSpec(ReplicaSettings):
     """One role (worker, ps, chief, launcher, ...): its replica count and its overrides of the job's settings."""
 
     replicas: int = Field(default=1, ge=1)
+    restart_policy: RestartPolicy | None = None
+    """This role's restartPolicy, over the job's (DeepSpeedJob's worker restartPolicy): what a failure of
+    one of its replicas does. Restarts count against the job's runPolicy.backoffLimit."""
 
 
 class JobSpec(ReplicaSettings):
@@ -388,16 +420,20 @@ class JobSpec(ReplicaSettings):
     a service account token and render a Role that may get/list the namespace's pods (`kubetrain rbac`)."""
     tty: bool = False
     stdin: bool = False
-    restart_policy: Literal["Never", "OnFailure", "Always", "ExitCode"] = "Never"
-    """On a replica's exit: Never restart; OnFailure; Always; ExitCode (1–127 permanent, 128–255 retried).
-    A restart restarts the whole replica group and counts against runPolicy.backoffLimit."""
+    restart_policy: RestartPolicy | None = None
+    """On a replica's failure: Never restart; OnFailure (Always is the same for a job: a replica that exits 0
+    is done); ExitCode (exit codes 1–127 permanent, 128–255 retried). Not given: OnFailure when
+    runPolicy.backoffLimit is given, else Never. A role may set its own (roles.<role>.restartPolicy).
+    Restarts count against runPolicy.backoffLimit (default 6 under OnFailure, Always, ExitCode)."""
     exit_codes: ExitCodes | None = None
-    """Overrides for restartPolicy ExitCode."""
+    """Overrides for restartPolicy ExitCode (the job's or a role's)."""
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     run_mode: Literal["Immediate", "Debug", "Pause"] = "Immediate"
     """Immediate: start now. Pause: create without starting (resume later). Debug: start the replicas with
     their environment but hold the program, so you can attach and run it by hand."""
     elastic: Elastic | None = None
+    """Elastic training (pytorch, deepspeed): the worker role may shrink and grow in [minReplicas,
+    maxReplicas] while the job runs. `enabled: false` ignores the block."""
     scheduling: Scheduling = Field(default_factory=Scheduling)
 
     @field_validator("roles")
@@ -406,6 +442,12 @@ class JobSpec(ReplicaSettings):
         if value is not None and not value:
             raise ValueError("must name at least one role")
         return value
+
+    @field_validator("elastic")
+    @classmethod
+    def _elastic_enabled(cls, value: Elastic | None) -> Elastic | None:
+        # DeepSpeedJob's `enabled: false`: the block is ignored, as if it were not there.
+        return value if value is None or value.enabled else None
 
     @model_validator(mode="after")
     def _cross_field(self) -> JobSpec:
@@ -436,8 +478,7 @@ class JobSpec(ReplicaSettings):
             problems += _framework_role_rules(self.framework, self.roles)
         if self.elastic is not None:
             problems += self._elastic_problems(self.elastic)
-        if self.exit_codes is not None and self.restart_policy != "ExitCode":
-            problems.append(FieldError(("exitCodes",), "only applies with restartPolicy: ExitCode"))
+        problems += self._restart_problems()
         if self.run_policy.suspend and self.run_mode == "Debug":
             problems.append(FieldError(("runPolicy", "suspend"), "conflicts with runMode: Debug"))
         total = sum(self.role_replicas().values())
@@ -462,17 +503,86 @@ class JobSpec(ReplicaSettings):
                     ("elastic",), f"{self.framework.value} jobs cannot be elastic", hint=f"elastic works with {names}"
                 )
             ]
-        workers = self.role_replicas().get(DEFAULT_ROLE)
-        if workers is None:
+        worker = self.roles.get(DEFAULT_ROLE) if self.roles is not None else None
+        if self.roles is not None and worker is None:
             return [FieldError(("elastic",), "needs a worker role to scale")]
+        where = ("replicas",) if worker is None else ("roles", DEFAULT_ROLE, "replicas")
+        given = self.replicas is not None if worker is None else "replicas" in worker.model_fields_set
+        expected = elastic.expected_replicas
+        if expected is not None and not given:
+            # expectedReplicas is the start size: given alone, it is the worker role's replicas.
+            if worker is None:
+                self.replicas = expected
+            else:
+                worker.replicas = expected
+        workers = self.role_replicas()[DEFAULT_ROLE]
+        if expected is not None and expected != workers:
+            return [
+                FieldError(
+                    ("elastic", "expectedReplicas"),
+                    f"differs from the worker role's {workers} replicas: the job starts with one number of workers",
+                    expected,
+                    True,
+                    hint="set them equal, or give only one of them",
+                )
+            ]
+        assert elastic.min_replicas is not None and elastic.max_replicas is not None  # Elastic checked them
         if not elastic.min_replicas <= workers <= elastic.max_replicas:
-            where = ("replicas",) if self.replicas is not None else ("roles", DEFAULT_ROLE, "replicas")
             return [
                 FieldError(
                     where, f"must lie in elastic [{elastic.min_replicas}, {elastic.max_replicas}]", workers, True
                 )
             ]
         return []
+
+    def _restart_problems(self) -> list[FieldError]:
+        problems: list[FieldError] = []
+        roles = self.roles or {}
+        if self.exit_codes is not None and "ExitCode" not in (
+            self.restart_policy,
+            *(role.restart_policy for role in roles.values()),
+        ):
+            problems.append(
+                FieldError(("exitCodes",), "only applies with restartPolicy: ExitCode (the job's or a role's)")
+            )
+        limit = self.run_policy.backoff_limit
+        restarting_roles = [name for name, role in roles.items() if role.restart_policy not in (None, "Never")]
+        if self.restart_policy == "Never" and limit and not restarting_roles:
+            problems.append(
+                FieldError(
+                    ("restartPolicy",),
+                    f"Never restarts nothing, yet runPolicy.backoffLimit allows {limit} restarts",
+                    "Never",
+                    True,
+                    hint="drop restartPolicy (a backoffLimit alone means OnFailure), set OnFailure or ExitCode, "
+                    "or set backoffLimit: 0",
+                )
+            )
+        return problems
+
+    # -- restarts (derived, pure) ---------------------------------------------------------------------------
+
+    def job_restart_policy(self) -> RestartPolicy:
+        """The job's restartPolicy as it applies: the one given, else OnFailure when runPolicy.backoffLimit is
+        given, else Never. Roles without their own follow it."""
+        if self.restart_policy is not None:
+            return self.restart_policy
+        return "OnFailure" if self.run_policy.backoff_limit is not None else "Never"
+
+    def restart_policy_of(self, role: str) -> RestartPolicy:
+        """The restartPolicy of `role`'s replicas: the role's own, else the job's (`job_restart_policy`)."""
+        override = self.roles.get(role) if self.roles is not None else None
+        if override is not None and override.restart_policy is not None:
+            return override.restart_policy
+        return self.job_restart_policy()
+
+    def backoff_limit_of(self) -> int:
+        """runPolicy.backoffLimit as it applies: the one given, else `DEFAULT_BACKOFF_LIMIT` when a restart
+        policy (the job's or a role's) restarts, else 0."""
+        if self.run_policy.backoff_limit is not None:
+            return self.run_policy.backoff_limit
+        policies = {self.job_restart_policy(), *(self.restart_policy_of(role) for role in self.roles or {})}
+        return DEFAULT_BACKOFF_LIMIT if policies - {"Never"} else 0
 
     # -- derived views (pure) --------------------------------------------------------------------------
 
@@ -501,7 +611,8 @@ def _settings_dict(obj: ReplicaSettings) -> dict[str, Any]:
 
 
 def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaSettings:
-    """Role over job: scalars replaced, maps merged, env merged by name, lists appended, objects field-wise."""
+    """Role over job: scalars replaced, maps merged, env merged by name, lists appended, objects field-wise,
+    affinity per kind (`_merge_affinity`)."""
     merged = _settings_dict(base)
     for name in override.model_fields_set:
         if name not in merged or name == "replicas":
@@ -509,6 +620,8 @@ def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaS
         new, old = getattr(override, name), merged[name]
         if new is None or old is None:
             merged[name] = new if new is not None else old
+        elif name == "affinity":
+            merged[name] = _merge_affinity(old, new)
         elif name == "env":
             by_name = {var.name: var for var in old}
             by_name.update({var.name: var for var in new})
@@ -523,6 +636,20 @@ def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaS
             merged[name] = new
     fields_set = (set(override.model_fields_set) | set(base.model_fields_set)) & set(_SETTINGS_FIELDS)
     return ReplicaSettings.model_construct(_fields_set=fields_set, **merged)
+
+
+def _merge_affinity(old: Any, new: Any) -> Any:
+    """Two V1Affinity, `new` over `old` per kind: nodeAffinity, podAffinity and podAntiAffinity each the
+    override's where it sets that kind, else the base's (a role's podAntiAffinity keeps the job's nodeAffinity).
+    Neither argument is changed; the kinds themselves are shared, as other merged values are."""
+    import copy
+
+    out = copy.copy(old)
+    for attr in new.attribute_map:  # node_affinity, pod_affinity, pod_anti_affinity
+        value = getattr(new, attr)
+        if value is not None:
+            setattr(out, attr, value)
+    return out
 
 
 def _framework_role_rules(framework: Framework, roles: dict[str, RoleSpec]) -> list[FieldError]:
@@ -643,6 +770,7 @@ class TrainJob(SpecModel):
 
 __all__ = [
     "API_VERSION",
+    "DEFAULT_BACKOFF_LIMIT",
     "KIND",
     "DistributedConfig",
     "Elastic",
@@ -652,6 +780,7 @@ __all__ = [
     "Port",
     "ReplicaSettings",
     "Resources",
+    "RestartPolicy",
     "RoleSpec",
     "Run",
     "RunPolicy",

@@ -17,6 +17,9 @@ import yaml
 from .errors import FieldError, Path, SpecError
 
 _MAX_NODES = 200_000
+MAX_DEPTH = 64
+"""Deepest nesting a document may have. A job spec is a few levels deep; PyYAML's composer and the builder
+recurse per level, so a bound here turns a hostile file into an error instead of a RecursionError."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -76,6 +79,7 @@ class Located:
 def parse_yaml(text: str, source: str) -> list[Located]:
     """Every document in `text`, each with its locations."""
     try:
+        _check_depth(text, source)
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -92,6 +96,21 @@ def parse_yaml(text: str, source: str) -> list[Located]:
     return docs
 
 
+def _check_depth(text: str, source: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before composing: PyYAML's composer recurses per level, its
+    parser does not, so the events are counted first."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else None
+                raise SpecError([FieldError((), f"nested too deeply (more than {MAX_DEPTH} levels)",
+                                            file=source, line=line)])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 class _Builder:
     def __init__(self, source: str) -> None:
         self.source = source
@@ -99,11 +118,31 @@ class _Builder:
         self.body: dict[Path, tuple[str, int]] = {}
         self.count = 0
         self.constructor = _Loader("")
+        self.open: set[int] = set()
+        """Nodes being built on the current path: an alias to one of them would recurse for ever."""
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
         if self.count > _MAX_NODES:
             raise SpecError([FieldError(path, "document too large (aliases expand too far)", file=self.source)])
+        line = node.start_mark.line + 1
+        if len(path) > MAX_DEPTH:
+            raise SpecError([FieldError(path[:MAX_DEPTH], f"nested too deeply (more than {MAX_DEPTH} levels)",
+                                        file=self.source, line=line)])
+        if id(node) in self.open:
+            raise SpecError([FieldError(path, "an alias refers to a node that contains it (a recursive anchor)",
+                                        file=self.source, line=line)])
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            self.open.add(id(node))
+            try:
+                return self._build_collection(node, path)
+            finally:
+                self.open.discard(id(node))
+        self.where.setdefault(path, (self.source, line))
+        self.body[path] = (self.source, line)
+        return self._scalar(node, path)
+
+    def _build_collection(self, node: yaml.MappingNode | yaml.SequenceNode, path: Path) -> Any:
         self.where.setdefault(path, (self.source, node.start_mark.line + 1))
         self.body[path] = (self.source, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
@@ -125,7 +164,6 @@ class _Builder:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self._scalar(node, path)
 
     def _key(self, node: yaml.Node, path: Path) -> str:
         if not isinstance(node, yaml.ScalarNode):

@@ -292,9 +292,28 @@ CASES: list[Bad] = [
         replicas: 2
         elastic: {{minReplicas: 1, maxReplicas: 2}}  #!
         """), "spec.elastic", "tensorflow jobs cannot be elastic", "pytorch, deepspeed"),
+    Bad("elastic-expected-not-the-replicas", job(f"""
+        framework: pytorch
+        {RUN}
+        replicas: 3
+        elastic: {{minReplicas: 2, maxReplicas: 4, expectedReplicas: 2}}  #!
+        """), "spec.elastic.expectedReplicas", "differs from the worker role's 3 replicas", "set them equal"),
+    Bad("elastic-without-bounds", pytorch("elastic: {maxReplicas: 4}  #!"), "spec.elastic.minReplicas",
+        "is required for elastic training", "enabled: false"),
     # -- policies ---------------------------------------------------------------------------------------
     Bad("exit-codes-without-policy", pytorch("exitCodes: {retryable: [3]}  #!"), "spec.exitCodes",
         "only applies with restartPolicy: ExitCode"),
+    Bad("never-with-backoff-limit", pytorch("""
+        restartPolicy: Never  #!
+        runPolicy: {backoffLimit: 2}
+        """), "spec.restartPolicy", "Never restarts nothing, yet runPolicy.backoffLimit allows 2 restarts",
+        "a backoffLimit alone means OnFailure"),
+    Bad("bad-role-restart-policy", job(f"""
+        framework: deepspeed
+        {RUN}
+        roles:
+          worker: {{replicas: 2, restartPolicy: Sometimes}}  #!
+        """), "spec.roles.worker.restartPolicy", "'ExitCode'"),
     Bad("overlapping-exit-codes", pytorch("""
         restartPolicy: ExitCode
         exitCodes: {retryable: [3, 4], permanent: [4]}  #!

@@ -54,7 +54,9 @@ def test_contract_text_and_dict() -> None:
 
 def test_contract_defaults() -> None:
     spec = load_text(CONTRACT).spec
-    assert spec.restart_policy == "Never"
+    assert spec.restart_policy is None  # not given: Never, as no backoffLimit is given either
+    assert (spec.job_restart_policy(), spec.restart_policy_of("worker")) == ("Never", "Never")
+    assert spec.backoff_limit_of() == 0
     assert spec.run_mode == "Immediate"
     assert spec.run_policy.backoff_limit is None and spec.run_policy.suspend is False
     assert spec.elastic is None and spec.exit_codes is None and spec.base is None

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.base import StillStopping
+from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.backends.local.logfiles import iter_log
 from kubetrain.backends.local.supervisor import Supervisor
-from kubetrain.status import JobPhase, ReplicaPhase
+from kubetrain.restart_policy import LOCAL_BACKOFF_BASE
+from kubetrain.status import JobPhase, JobStatus, ReplicaPhase
 from tests.support.helpers import (
     ALWAYS_FAIL,
     EXIT_ON_INDEX,
@@ -195,6 +198,113 @@ def test_a_job_failing_only_on_its_first_attempt_succeeds_after_one_restart(tmp_
     assert [r.phase for r in status.replicas] == [ReplicaPhase.SUCCEEDED] * 2
     logs = log_lines(status.job_id)
     assert "first attempt fails" in logs["worker-1"] and "replica 1 succeeded" in logs["worker-1"]
+
+
+def test_a_backoff_limit_alone_restarts_the_job(tmp_path: Path) -> None:
+    """runPolicy.backoffLimit without a restartPolicy (Kale's V1RunPolicy, a DeepSpeedJob's runPolicy, Run:ai's
+    backoffLimit) means OnFailure: replica 1 fails once, the job restarts and succeeds."""
+    write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
+    job = make_job(generic(["once.py", str(tmp_path / "marker"), "4"], runPolicy={"backoffLimit": 1}))
+    status = run_job(job, tmp_path)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    assert status.backoff_count == 1
+    assert "replica 1 succeeded" in log_lines(status.job_id)["worker-1"]
+
+
+def record_of(job_id: str) -> LaunchRecord:
+    with local_backend() as backend:
+        text = backend.store.get_plan_json(job_id)
+    assert text is not None
+    return LaunchRecord.from_json(text)
+
+
+def log_times(job_id: str, role: str, index: int) -> dict[str, float]:
+    """Line → when it was logged (epoch seconds), for one replica."""
+    with local_backend() as backend:
+        (path,) = backend._log_paths(job_id, role, index).values()
+    return {rec.text: rec.time_ns / 1e9 for rec in iter_log(path)}
+
+
+def test_on_failure_restarts_after_a_back_off_that_status_shows(tmp_path: Path) -> None:
+    """restartPolicy OnFailure without a backoffLimit allows the default 6 restarts; the group restarts only
+    after the back-off (1 s locally before the first restart), and the status says when the next attempt is."""
+    write(tmp_path / "once.py", FAIL_FIRST_ATTEMPT)
+    job = make_job(generic(["once.py", str(tmp_path / "marker"), "4"], restartPolicy="OnFailure"))
+    status = run_job(job, tmp_path)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    assert status.backoff_count == 1
+    assert record_of(status.job_id).restart.backoff_limit == 6
+
+    backing_off = status.condition("Restarting")
+    assert backing_off is not None and backing_off.reason == "BackOff"
+    message = backing_off.message or ""
+    assert "worker-1 exited with code 4 (restarted 1/6)" in message and "next attempt in 1s, at 20" in message
+    # The store's own times: the group started again no sooner than the back-off after the failure.
+    restarted = [c for c in status.conditions if c.type == "Running" and c.time >= backing_off.time]
+    assert restarted, status.conditions
+    assert restarted[0].time - backing_off.time >= LOCAL_BACKOFF_BASE
+    # And the replica's log: its second attempt wrote no sooner than that after its first.
+    times = log_times(status.job_id, "worker", 1)
+    assert times["replica 1 succeeded"] - times["first attempt fails"] >= LOCAL_BACKOFF_BASE
+
+
+def wait_backing_off(job_id: str) -> JobStatus:
+    return wait_for(f"job {job_id} to back off",
+                    lambda: (lambda s: s if s.reason == "BackOff" else None)(status_of(job_id)), timeout=60)
+
+
+def test_a_cancel_interrupts_the_back_off(tmp_path: Path) -> None:
+    """A long back-off (30 s here, through the launch record) is visible in `kubetrain status` and
+    `describe`, and a cancel ends the job then, without another attempt."""
+    write(tmp_path / "always.py", ALWAYS_FAIL)
+    job = make_job(generic(["always.py", "2"], replicas=1, restartPolicy="OnFailure", runPolicy={"backoffLimit": 3}))
+    with local_backend() as backend:
+        job_id = create_job(backend, job, tmp_path)
+        record = json.loads(backend.store.get_plan_json(job_id) or "{}")
+        record["restart"]["backoffSeconds"] = {"base": 30, "max": 30}
+        backend.store.set_plan_json(job_id, json.dumps(record))
+        assert record_of(job_id).restart.delay(0) == 30
+        sup = backend._start_detached(job_id)
+    status = wait_backing_off(job_id)
+    assert status.phase is JobPhase.RUNNING and status.backoff_count == 0
+    assert "next attempt in 30s" in (status.message or "")
+    shown = cli("status", job_id)
+    assert shown.returncode == 0 and "BackOff" in shown.stdout and "next attempt in 30s, at " in shown.stdout
+    assert "BackOff" in cli("describe", job_id).stdout
+
+    cancelled = cli("cancel", job_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    wait_gone([sup])
+    status = status_of(job_id)
+    assert status.phase is JobPhase.CANCELLED and status.backoff_count == 0
+    assert log_lines(job_id)["worker-0"].count("attempt failing") == 1  # no attempt after the cancel
+
+
+FAIL_ROLE_FIRST_ATTEMPT = """import os, sys
+# The replica of role `role` fails on the first attempt only (a marker file remembers it); then all succeed.
+marker, role = sys.argv[1], sys.argv[2]
+if os.environ["KUBETRAIN_ROLE"] == role and not os.path.exists(marker):
+    open(marker, "w").close()
+    print("first attempt fails", flush=True)
+    sys.exit(3)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("failing", "phase", "restarts"), [
+    ("driver", JobPhase.FAILED, 0), ("trainer", JobPhase.SUCCEEDED, 1)])
+def test_each_role_restarts_by_its_own_policy(tmp_path: Path, failing: str, phase: JobPhase, restarts: int) -> None:
+    """roles.<role>.restartPolicy (DeepSpeedJob's worker restartPolicy): the driver's Never fails the job on its
+    failure; the trainer follows the job's OnFailure (from its backoffLimit), restarting the group."""
+    write(tmp_path / "role.py", FAIL_ROLE_FIRST_ATTEMPT)
+    job = make_job({"framework": "generic", "run": {"python": ["role.py", str(tmp_path / "marker"), failing]},
+                    "runPolicy": {"backoffLimit": 2},
+                    "roles": {"driver": {"restartPolicy": "Never"}, "trainer": {"replicas": 1}}})
+    status = run_job(job, tmp_path)
+    assert (status.phase, status.backoff_count) == (phase, restarts), status.summary_line()
+    if phase is JobPhase.FAILED:
+        assert status.first_failure is not None
+        assert status.first_failure.policy_action == "not retried: role driver's restartPolicy Never"
 
 
 # -- deadline -------------------------------------------------------------------------------------------

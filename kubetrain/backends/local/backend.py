@@ -5,6 +5,11 @@ supervisor process (or the attached `run` itself) owns the replicas, and `cancel
 through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `backends.base.Backend`; its
 one local-only call is `launch_record` (for `kubetrain attach`). Job ids may be given as an unambiguous
 prefix everywhere.
+
+Before a job is created, this machine's verdict on it (`launch.machine_fit`): what it cannot provide is
+refused (`LocalRefusal`, every problem with its field path), what it approximates is said as a warning,
+and each replica gets its own GPUs. Finished jobs past their runPolicy.ttlSecondsAfterFinished are
+deleted, logs included, by the next call that looks at jobs (`run`, `list`, and every call taking an id).
 """
 
 from __future__ import annotations
@@ -27,18 +32,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
-from ...contract.errors import KubetrainError, UsageError
+from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
 from ...contract.logs import LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
 from ..base import DryRun, EventSink, RunResult, StillStopping
-from .launch import LaunchRecord
+from .launch import LaunchRecord, MachineFit, machine_fit
 from .processes import kill_recorded
 from .procfs import pid_alive
-from .store import JobStore, RequestKind
+from .store import JobNotFoundError, JobStore, RequestKind
 
 if TYPE_CHECKING:
-    from ...jobspec import TrainJob
+    from ...jobspec import FieldError, TrainJob
     from ...plan import Plan
+    from .gpus import GpuInventory
 
 
 STOP_WAIT = 60.0
@@ -55,6 +61,27 @@ DRY_RUN_FILES_DIR = Path("<job-dir>/files")
 
 class LocalError(KubetrainError):
     """A request the local backend cannot carry out, with a message for the user."""
+
+
+class LocalRefusal(LocalError):
+    """A job this machine cannot run as written, refused before anything is created: every problem with its
+    field path (`errors`, as a `SpecError`'s, and the same exit status as the Kubernetes render's refusals)."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors = list(errors)
+        if len(self.errors) == 1:
+            text = str(self.errors[0])
+        else:
+            text = "\n".join([f"{len(self.errors)} problems:", *("  " + str(e).replace("\n", "\n  ") for e in errors)])
+        super().__init__(text)
+
+    @property
+    def paths(self) -> list[str]:
+        from ...jobspec import format_path
+
+        return [format_path(e.path) for e in self.errors]
 
 
 def free_ports(count: int) -> list[int]:
@@ -80,13 +107,33 @@ def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
 
 
 def build_launch_record(
-    job: TrainJob, job_id: str, files_dir: Path, *, cwd: str | None, preload: Sequence[str] | None
+    job: TrainJob,
+    job_id: str,
+    files_dir: Path,
+    *,
+    cwd: str | None,
+    preload: Sequence[str] | None,
+    fit: MachineFit | None = None,
 ) -> LaunchRecord:
-    """The record a supervisor runs `job` from, as `job_id` (`preload` None: the framework's own)."""
+    """The record a supervisor runs `job` from, as `job_id` (`preload` None: the framework's own), with
+    what this machine gives each replica (`fit`, from `fit_job`)."""
     from ...frameworks import support_of
 
     modules = support_of(job.spec.framework).preload if preload is None else preload
-    return LaunchRecord.from_plan(local_plan(job, job_id, files_dir), cwd=cwd, preload=modules)
+    return LaunchRecord.from_plan(local_plan(job, job_id, files_dir), cwd=cwd, preload=modules, fit=fit)
+
+
+def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | None = None) -> MachineFit:
+    """This machine's verdict on `job` (`launch.machine_fit`); `LocalRefusal` with every problem when it
+    cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`)."""
+    from ...jobspec import FieldError
+    from ...plan import plan
+    from .gpus import discover_gpus
+
+    fit = machine_fit(plan(job), base_dir=str(base_dir), gpus=gpus or discover_gpus)
+    if fit.refusals:
+        raise LocalRefusal([FieldError(r.path, r.message, hint=r.hint) for r in fit.refusals])
+    return fit
 
 
 def working_dir(job: TrainJob, base_dir: Path) -> str:
@@ -134,11 +181,19 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, *, store: JobStore | None = None, preload: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: JobStore | None = None,
+        preload: Sequence[str] | None = None,
+        gpus: Callable[[], GpuInventory] | None = None,
+    ) -> None:
         """`preload`: modules Python replicas import once, in a process that then forks each of them
-        (None: the framework's `FrameworkSupport.preload`; empty: none)."""
+        (None: the framework's `FrameworkSupport.preload`; empty: none). `gpus`: this machine's GPUs, asked
+        when a job asks for some (None: `gpus.discover_gpus`, nvidia-smi or the driver's /proc entries)."""
         self.store = store if store is not None else JobStore()
         self.preload: tuple[str, ...] | None = None if preload is None else tuple(preload)
+        self.gpus = gpus
 
     def close(self) -> None:
         self.store.close()
@@ -168,11 +223,13 @@ class LocalBackend:
             raise UsageError(f"unknown dry run {dry_run!r} (client or server)")
         base_dir = base_dir_of(job)
         if dry_run == "client":
+            fit = fit_job(job, base_dir, self.gpus)
             record = build_launch_record(
-                job, job.name, DRY_RUN_FILES_DIR, cwd=working_dir(job, base_dir), preload=self.preload
+                job, job.name, DRY_RUN_FILES_DIR, cwd=working_dir(job, base_dir), preload=self.preload, fit=fit
             )
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
         say = on_event or (lambda text: None)
+        self.sweep_expired()
         job_id, record = self._create(job, base_dir)
         warnings = list(record.warnings)
         for warning in warnings:
@@ -195,10 +252,12 @@ class LocalBackend:
 
     def _create(self, job: TrainJob, base_dir: Path | None = None) -> tuple[str, LaunchRecord]:
         """Record the job and its launch record; start nothing. A paused job is recorded Suspended.
-        `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder)."""
+        `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder).
+        `LocalRefusal`, before anything is recorded, for a job this machine cannot run."""
         from ...plan import plan
 
         base_dir = base_dir_of(job) if base_dir is None else base_dir
+        fit = fit_job(job, base_dir, self.gpus)
         # The replicas that run processes (an MPI worker only hosts the launcher's): no ports needed.
         wiring = plan(job).roles
         replicas = [(w.role, index) for w in wiring if w.processes for index in range(w.replicas)]
@@ -208,10 +267,16 @@ class LocalBackend:
             json.dumps(job.to_dict()),
             None,
             replicas,
-            backoff_limit=job.spec.run_policy.backoff_limit or 0,
+            backoff_limit=job.spec.backoff_limit_of(),
+            ttl_seconds_after_finished=job.spec.run_policy.ttl_seconds_after_finished,
         )
         record = build_launch_record(
-            job, job_id, self.store.log_dir(job_id) / "files", cwd=working_dir(job, base_dir), preload=self.preload
+            job,
+            job_id,
+            self.store.log_dir(job_id) / "files",
+            cwd=working_dir(job, base_dir),
+            preload=self.preload,
+            fit=fit,
         )
         self.store.set_plan_json(job_id, record.to_json())
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
@@ -252,7 +317,22 @@ class LocalBackend:
     # -- queries ----------------------------------------------------------------------------------------
 
     def _resolve(self, prefix: str) -> str:
+        self.sweep_expired()
         return self.store.resolve_id(prefix)
+
+    def sweep_expired(self) -> list[str]:
+        """Delete the finished jobs whose runPolicy.ttlSecondsAfterFinished has passed, logs included, as
+        Kubernetes' TTL controller does; the ids deleted. Lazy: called by `run`, `list` and every call that
+        takes a job id, so an expired job is gone for whoever looks. A job whose supervisor is still
+        finishing (writing its last log lines) waits for the next sweep."""
+        deleted = []
+        for job_id in self.store.expired_jobs():
+            with contextlib.suppress(JobNotFoundError):  # another sweep got there first
+                if self.store.live_supervisor_pid(job_id) is not None:
+                    continue
+                self.store.delete_job(job_id)
+                deleted.append(job_id)
+        return deleted
 
     def status(self, job_id: str) -> JobStatus:
         return self._status(self._resolve(job_id))
@@ -262,7 +342,8 @@ class LocalBackend:
         return LocalDescription(self._status(job_id), json.loads(self.store.get_spec_json(job_id)))
 
     def list(self, *, limit: int | None = None) -> builtins.list[JobStatus]:
-        """Jobs, newest first."""
+        """Jobs, newest first (finished ones past their ttlSecondsAfterFinished deleted first)."""
+        self.sweep_expired()
         jobs = self.store.list_jobs(limit=limit)
         return [self._status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
 
@@ -420,11 +501,15 @@ class LocalBackend:
         job = from_dict(json.loads(self.store.get_spec_json(job_id)))
         old = self._stored_record(job_id)
         job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
+        cwd = old.cwd if old is not None else None
+        # This machine's verdict again (its GPUs may have changed): a refusal leaves the job Suspended.
+        fit = fit_job(job, Path(cwd) if cwd is not None else base_dir_of(job), self.gpus)
         # New ports (the old ones may be taken by now); the same folder and preloaded modules.
         fresh = LaunchRecord.from_plan(
             local_plan(job, job_id, self.store.log_dir(job_id) / "files"),
-            cwd=old.cwd if old is not None else None,
+            cwd=cwd,
             preload=old.preload if old is not None else (),
+            fit=fit,
         )
         self.store.set_plan_json(job_id, fresh.to_json())
         self.store.set_job_phase(
@@ -516,4 +601,13 @@ class LocalBackend:
         )
 
 
-__all__ = ["LocalBackend", "LocalDescription", "LocalError", "build_launch_record", "free_ports", "local_plan"]
+__all__ = [
+    "LocalBackend",
+    "LocalDescription",
+    "LocalError",
+    "LocalRefusal",
+    "build_launch_record",
+    "fit_job",
+    "free_ports",
+    "local_plan",
+]

@@ -7,15 +7,23 @@ local replica's name and address, and a warning for what cannot exist outside a 
 ConfigMaps), never its value. The Kubernetes render does neither: it lists the user's env in the
 container and leaves the expansion to the kubelet.
 
+What a process cannot get through its env is judged here too (`machine_fit`): mounts, GPUs, the run
+policy fields a local run has no exact counterpart for. Each is honoured (a bind mount whose src is its
+dst; each replica's own GPUs in `CUDA_VISIBLE_DEVICES`), approximated with a warning naming its field
+path, or refused with its path before the job is created.
+
 The record is stored with the job as JSON (`JobStore.set_plan_json`) and read back typed. The supervisor
 imports this module, so it imports only the standard library and kubetrain's stdlib-only modules; the
-plan it is built from (`LaunchRecord.from_plan`) is only looked at, never imported.
+plan it is built from (`LaunchRecord.from_plan`) is only looked at, never imported (nor is the job model
+`machine_fit` reads).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,8 +31,9 @@ from ...contract import expansion
 from ...restart_policy import RestartRules
 
 if TYPE_CHECKING:
-    from ...jobspec import ReplicaSettings
+    from ...jobspec import JobSpec, ReplicaSettings
     from ...plan import Plan, ReplicaPlan
+    from .gpus import GpuInventory, GpuRequest
 
 
 @dataclass(frozen=True)
@@ -80,18 +89,24 @@ class LaunchRecord:
     """What a local run leaves out (Secrets, ConfigMaps), said before it starts."""
 
     @classmethod
-    def from_plan(cls, plan: Plan, *, cwd: str | None = None, preload: Sequence[str] = ()) -> LaunchRecord:
-        """The record of `plan` (pure): its processes with the user's env added per process."""
+    def from_plan(
+        cls, plan: Plan, *, cwd: str | None = None, preload: Sequence[str] = (), fit: MachineFit | None = None
+    ) -> LaunchRecord:
+        """The record of `plan` (pure): its processes with the user's env added per process, and what this
+        machine gives each replica (`fit`, from `machine_fit`: its GPUs) between the two."""
         user_env: dict[str, list[UserVar]] = {}
-        warnings: list[str] = []
+        warnings: list[str] = list(fit.warnings) if fit is not None else []
         for wiring in plan.roles:
             user_env[wiring.role], notes = user_environment(plan.settings[wiring.role], wiring.role)
             warnings += notes
         spec = plan.job.spec
+        machine_env = fit.replica_env if fit is not None else {}
         return cls(
             job_id=plan.name,
             framework=spec.framework.value,
-            replicas=tuple(_replica(r, plan.name, user_env[r.role]) for r in plan.replicas),
+            replicas=tuple(
+                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {})) for r in plan.replicas
+            ),
             files=dict(plan.files),
             files_dir=plan.files_dir,
             cwd=cwd,
@@ -238,26 +253,286 @@ def expand_user_env(
     return out
 
 
-def _replica(replica: ReplicaPlan, job_name: str, user_env: Sequence[UserVar]) -> LaunchReplica:
+def _replica(
+    replica: ReplicaPlan, job_name: str, user_env: Sequence[UserVar], machine_env: Mapping[str, str]
+) -> LaunchReplica:
     # Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike.
     pod_fields = {
         "metadata.name": f"{job_name}-{replica.role}-{replica.index}",
         "status.podIP": replica.host,
         "status.hostIP": replica.host,
     }
-    processes = tuple(
-        LaunchProcess(p.key, tuple(p.argv), {**p.env, **expand_user_env(user_env, p.env, pod_fields)}, p.local_rank)
-        for p in replica.processes
-    )
-    return LaunchReplica(replica.role, replica.index, replica.host, processes)
+    processes = []
+    for p in replica.processes:
+        # What the machine gives the replica (its GPUs) is there before the user's env, as in a pod.
+        base = {**p.env, **machine_env}
+        processes.append(LaunchProcess(p.key, tuple(p.argv), {**base, **expand_user_env(user_env, base, pod_fields)},
+                                       p.local_rank))
+    return LaunchReplica(replica.role, replica.index, replica.host, tuple(processes))
 
+
+# -- what this machine makes of the fields a process does not get through its env -------------------------
+
+FieldPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A field this machine cannot give the job: the job is not created."""
+
+    path: FieldPath
+    """Where in the spec: `("spec", "mounts", 1)`."""
+    message: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class MachineFit:
+    """What a local run makes of the fields a replica does not get through the framework's env or the
+    user's: what it refuses, how it approximates the rest (warnings naming the field), and what it adds to
+    each replica's env (its GPUs)."""
+
+    refusals: tuple[Refusal, ...] = ()
+    warnings: tuple[str, ...] = ()
+    replica_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Replica key (`worker-0`) → variables, under the user's env."""
+
+
+MOUNTS_TABLE = "/proc/self/mounts"
+"""Where a local run looks for an nfs export this machine has mounted already."""
+
+
+def machine_fit(
+    plan: Plan,
+    *,
+    base_dir: str,
+    gpus: Callable[[], GpuInventory],
+    mounts_table: str = MOUNTS_TABLE,
+) -> MachineFit:
+    """Mounts, GPUs, cleanPodPolicy and the preemption fields of `plan`'s job on this machine. `gpus` is
+    asked only when the job asks for GPUs; `base_dir` is where a relative bind mount src resolves.
+
+    | field | locally |
+    |---|---|
+    | bind mount | honoured when src is dst; else the program sees src at its own path (warning) |
+    | device mount | honoured at src (the device's own permissions apply); dst ≠ src, perm: warning |
+    | nfs mount | honoured where this machine mounted the export (warning if not at dst); else refused |
+    | emptyDir mount | warning: not created (the program makes its own scratch folder) |
+    | volume, configMap, secret, s3, gitSync mount | refused: nothing on this machine holds them |
+    | resources.gpu, migProfile, limits nvidia.com/gpu | each replica its own GPUs; too few: refused |
+    | fractional gpu, gpuMemory, MIG without MIG devices | warning: shared or whole GPUs, no limits |
+    | runPolicy.cleanPodPolicy None | warning: replicas still running at the end are stopped (as Running) |
+    | scheduling.preemptionLimit, terminateAfterPreemption | warning: nothing preempts a local job |
+    """
+    spec = plan.job.spec
+    refusals: list[Refusal] = []
+    warnings: list[str] = []
+    for where, mount in _mounts(spec):
+        _mount_verdict(where, mount, base_dir, mounts_table, refusals, warnings)
+    policy = spec.run_policy
+    if policy.clean_pod_policy == "None":
+        warnings.append(
+            "spec.runPolicy.cleanPodPolicy: None is approximated locally as Running: replicas still running when "
+            "the job ends are stopped, since a process cannot outlive its supervisor without becoming an orphan; "
+            "every replica's log stays for `kubetrain logs`"
+        )
+    if spec.scheduling.preemption_limit is not None:
+        warnings.append(
+            "spec.scheduling.preemptionLimit: has no effect locally: nothing preempts a local job (a replica "
+            "killed by a signal is a failure, under restartPolicy and runPolicy.backoffLimit)"
+        )
+    if spec.scheduling.terminate_after_preemption:
+        warnings.append(
+            "spec.scheduling.terminateAfterPreemption: has no effect locally: nothing preempts a local job"
+        )
+    requests, notes, paths = _gpu_requests(plan)
+    warnings += notes
+    replica_env: dict[str, dict[str, str]] = {}
+    if any(r.whole or r.shared or r.mig for r in requests):
+        from .gpus import assign_gpus
+
+        assignment = assign_gpus(requests, gpus())
+        refusals += [Refusal(paths[path], message, hint) for path, message, hint in assignment.problems]
+        warnings += assignment.warnings
+        replica_env = assignment.env
+    return MachineFit(tuple(refusals), tuple(dict.fromkeys(warnings)), replica_env)
+
+
+def setting_path(spec: JobSpec, role: str | None, *names: str) -> FieldPath:
+    """Where a replica setting of `role` is written: in the role's overrides when the role sets it, else the
+    job's (`("spec", "roles", "worker", "resources", "gpu")`). `names` are snake_case attributes or keys."""
+    override = spec.roles.get(role) if spec.roles is not None and role is not None else None
+    written: Any = override
+    for name in names:
+        if isinstance(written, dict):
+            written = written.get(name)
+        elif written is not None and name in getattr(written, "model_fields_set", ()):
+            written = getattr(written, name)
+        else:
+            written = None
+    camel = tuple(name if "/" in name else re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name) for name in names)
+    return ("spec", "roles", role, *camel) if written is not None and role is not None else ("spec", *camel)
+
+
+def _show(path: FieldPath) -> str:
+    from ...jobspec import format_path
+
+    return format_path(path)
+
+
+def _mounts(spec: JobSpec) -> list[tuple[FieldPath, Any]]:
+    """Each mount as written, with its path: the job's (every role has them), then each role's own."""
+    out: list[tuple[FieldPath, Any]] = [(("spec", "mounts", i), m) for i, m in enumerate(spec.mounts or [])]
+    for name, role in (spec.roles or {}).items():
+        out += [(("spec", "roles", name, "mounts", i), m) for i, m in enumerate(role.mounts or [])]
+    return out
+
+
+def _mount_verdict(
+    where: FieldPath, mount: Any, base_dir: str, mounts_table: str, refusals: list[Refusal], warnings: list[str]
+) -> None:
+    """Honoured (nothing said), approximated (a warning), or refused: one mount on this machine."""
+    at = _show(where)
+    kind = mount.type
+    readonly = getattr(mount, "readonly", False)
+    if kind == "bind":
+        src = os.path.normpath(os.path.join(base_dir, mount.src))
+        _at_own_path(at, f"bind mount dst {mount.dst} is not created locally; the program sees src {src}", src,
+                     mount.dst, readonly, warnings)
+    elif kind == "device":
+        dst = mount.dst or mount.src
+        notes = []
+        if not os.path.exists(mount.src):
+            notes.append(f"device {mount.src} does not exist on this machine")
+        if os.path.normpath(dst) != os.path.normpath(mount.src):
+            notes.append(f"device {mount.src} is not also at {dst} locally: the program finds it at {mount.src}")
+        if mount.perm != "rwm":
+            notes.append(f"perm {mount.perm} is not enforced locally: the device file's own permissions apply")
+        if notes:
+            warnings.append(f"{at}: {'; '.join(notes)}")
+    elif kind == "nfs":
+        export = f"{mount.server}:{mount.path}"
+        mounted = _nfs_mountpoint(export, mounts_table)
+        if mounted is None:
+            refusals.append(Refusal(
+                where,
+                f"nfs export {export} is not mounted on this machine, and a local run cannot mount it",
+                f"mount it (sudo mount -t nfs {export} <folder>) and run again, or mount a folder with the same "
+                f"files instead: type=bind,src=<folder>,dst={mount.dst}",
+            ))
+        else:
+            _at_own_path(at, f"nfs export {export} is mounted on this machine at {mounted}, not at {mount.dst}; "
+                         f"the program sees it at {mounted}", mounted, mount.dst, readonly, warnings)
+    elif kind == "emptyDir":
+        warnings.append(
+            f"{at}: emptyDir {mount.dst} is not created locally; write scratch files under a workingDir-relative "
+            "folder or $TMPDIR instead"
+        )
+    else:
+        what, instead = _MISSING.get(kind, ("a {m.type} mount exists only on a cluster", "a folder"))
+        refusals.append(Refusal(
+            where,
+            f"{what.format(m=mount)}: a local run cannot provide it at {mount.dst}",
+            f"to run locally, mount {instead.format(m=mount)} instead: type=bind,src=<folder>,dst={mount.dst}",
+        ))
+
+
+_MISSING = {
+    "volume": ("PersistentVolumeClaim {m.src} exists only on a cluster", "a folder holding its data"),
+    "configMap": ("ConfigMap {m.name} exists only on a cluster", "a folder holding its files"),
+    "secret": ("Secret {m.name} exists only on a cluster", "a folder holding its files"),
+    "s3": ("s3 bucket {m.bucket} is mounted by a CSI driver on a cluster",
+           "the bucket where this machine has it (mountpoint-s3, s3fs or rclone mount it in a folder)"),
+    "gitSync": ("gitSync of {m.repository} is cloned by an init container on a cluster",
+                "a clone of it (git clone {m.repository} <folder>)"),
+}
+"""Mount type → why a local run has nothing for it, and what to mount in its place."""
+
+
+def _at_own_path(at: str, moved: str, src: str, dst: str, readonly: bool, warnings: list[str]) -> None:
+    """A mount whose files are on this machine at `src`: honoured if that is `dst`, else the program sees
+    them at `src` (a warning); readonly is not enforced either way."""
+    notes = []
+    if os.path.normpath(src) != os.path.normpath(dst):
+        notes.append(f"{moved} at its own path — use src paths, or a workingDir-relative path, in the program")
+    if readonly:
+        notes.append("readonly is not enforced locally")
+    if notes:
+        warnings.append(f"{at}: {'; '.join(notes)}")
+
+
+def _nfs_mountpoint(export: str, mounts_table: str) -> str | None:
+    """Where this machine has `server:/path` mounted (an nfs or nfs4 mount), if it has."""
+    try:
+        with open(mounts_table, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and parts[2].startswith("nfs") and parts[0].rstrip("/") == export.rstrip("/"):
+            return parts[1].replace("\\040", " ")
+    return None
+
+
+def _gpu_requests(plan: Plan) -> tuple[list[GpuRequest], list[str], dict[str, FieldPath]]:
+    """What each replica asks for in GPUs, in replica order; the warnings about what is not applied; each
+    request's path as written → as a field path."""
+    from ...jobspec.types import parse_quantity
+    from .gpus import GpuRequest
+
+    spec = plan.job.spec
+    requests: list[GpuRequest] = []
+    notes: list[str] = []
+    paths: dict[str, FieldPath] = {}
+    for wiring in plan.roles:
+        role = wiring.role
+        settings = plan.settings[role]
+        hosts = not wiring.processes
+        res = settings.resources
+        raw = next(((kind, v) for kind in ("limits", "requests") if (v := (getattr(settings, kind) or {}).get(
+            "nvidia.com/gpu")) is not None), None)
+        where: FieldPath = ("spec",)
+        ask: dict[str, Any] = {}
+        if raw is not None:
+            where = setting_path(spec, role, raw[0], "nvidia.com/gpu")
+            ask = {"whole": int(parse_quantity(raw[1]))}
+        elif res is not None and res.mig_profile:
+            where = setting_path(spec, role, "resources", "mig_profile")
+            ask = {"whole": int(res.gpu or 1), "mig": res.mig_profile}
+        elif res is not None and res.gpu is not None and res.gpu >= 1:
+            where = setting_path(spec, role, "resources", "gpu")
+            ask = {"whole": int(res.gpu)}
+        elif res is not None and res.gpu:
+            where = setting_path(spec, role, "resources", "gpu")
+            ask = {"share": float(res.gpu), "shared": True}
+        elif res is not None and res.gpu_memory is not None:
+            where = setting_path(spec, role, "resources", "gpu_memory")
+            ask = {"shared": True}
+        if res is not None and ask.get("whole"):
+            if res.gpu_memory is not None:
+                notes.append(f"{_show(setting_path(spec, role, 'resources', 'gpu_memory'))}: is not reserved "
+                             "locally: each replica has its whole GPUs")
+            if res.gpu_limit is not None and res.gpu_limit > ask["whole"]:
+                notes.append(f"{_show(setting_path(spec, role, 'resources', 'gpu_limit'))}: is not applied "
+                             f"locally: each replica gets {ask['whole']} GPU{'s' if ask['whole'] != 1 else ''}, "
+                             "its request")
+        path = _show(where)
+        paths[path] = where
+        requests += [GpuRequest(f"{role}-{i}", role, path, hosts=hosts, **ask) for i in range(wiring.replicas)]
+    return requests, notes, paths
 
 __all__ = [
+    "MOUNTS_TABLE",
     "LaunchProcess",
     "LaunchRecord",
     "LaunchReplica",
+    "MachineFit",
+    "Refusal",
     "RoleCount",
     "UserVar",
     "expand_user_env",
+    "machine_fit",
+    "setting_path",
     "user_environment",
 ]

@@ -244,6 +244,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         """,
         "CREATE INDEX requests_job ON requests (job_id, handled_at)",
     ),
+    # runPolicy.ttlSecondsAfterFinished: a finished job is deleted this long after it finished.
+    2: ("ALTER TABLE jobs ADD COLUMN ttl_seconds_after_finished INTEGER",),
 }
 SCHEMA_VERSION = max(_MIGRATIONS)
 
@@ -398,10 +400,12 @@ class JobStore:
         backoff_limit: int | None = None,
         phase: JobPhase = JobPhase.PENDING,
         namespace: str | None = None,
+        ttl_seconds_after_finished: int | None = None,
     ) -> str:
         """Record a new job and its replicas (in plan order); returns its id, ``<name>-<5 chars>``.
 
-        Also creates the job's log directory and a ``Created`` condition.
+        Also creates the job's log directory and a ``Created`` condition. ``ttl_seconds_after_finished``:
+        the job is one of :meth:`expired_jobs` that long after it finished.
         """
         _check_json("spec_json", spec_json)
         if plan_json is not None:
@@ -419,7 +423,8 @@ class JobStore:
                 with self._tx(write=True) as conn:
                     conn.execute(
                         "INSERT INTO jobs (id, name, backend, namespace, phase, spec_json, plan_json,"
-                        " backoff_limit, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " backoff_limit, created_at, started_at, ttl_seconds_after_finished)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             job_id,
                             name,
@@ -431,6 +436,7 @@ class JobStore:
                             backoff_limit,
                             now,
                             now if phase is JobPhase.RUNNING else None,
+                            ttl_seconds_after_finished,
                         ),
                     )
                     conn.executemany(
@@ -589,6 +595,18 @@ class JobStore:
     def get_plan_json(self, job_id: str) -> str | None:
         value = self._job_column(job_id, "plan_json")
         return None if value is None else str(value)
+
+    def expired_jobs(self, now: float | None = None) -> list[str]:
+        """Finished jobs whose ttlSecondsAfterFinished has passed (by ``now``, default the time), oldest first."""
+        terminal = [str(p) for p in JobPhase if p.is_terminal]
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT id FROM jobs WHERE ttl_seconds_after_finished IS NOT NULL AND finished_at IS NOT NULL"
+                f" AND finished_at + ttl_seconds_after_finished <= ? AND phase IN ({', '.join('?' for _ in terminal)})"
+                " ORDER BY finished_at",
+                (time.time() if now is None else now, *terminal),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def delete_job(self, job_id: str) -> None:
         """Forget the job and remove its log directory. Stopping its processes is the caller's job."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ...contract import env_names
@@ -29,6 +31,11 @@ FAILURE_LINES = 10
 
 HOLD_ARGV = ("sleep", "infinity")
 """What a replica runs in runMode Debug instead of the program: `kubetrain attach` runs it by hand."""
+
+REASON_BACKOFF = "BackOff"
+"""The job's reason while it waits out the back-off before restarting its replicas (as a pod's)."""
+REQUEST_POLL = 0.5
+"""While backing off, how often the store is read for a request that came without a signal."""
 
 
 def replica_base_env(environ: Mapping[str, str], python: str, keys: list[str]) -> dict[str, str]:
@@ -83,6 +90,10 @@ class Supervisor:
         self._log_paths: dict[str, Path] = {}
         self._log_starts: dict[str, int] = {}
         """Process key → size of its log file when this attempt started: where the attempt's output begins."""
+        self._next_attempt: float | None = None
+        """When the replicas start again after a failure (epoch seconds); None: no restart is due."""
+        self._wake_fds: tuple[int, int] | None = None
+        """A pipe the signal handler writes to, waking a back-off wait (which has no processes to wait for)."""
 
     # -- launch specs ---------------------------------------------------------------------------------
 
@@ -125,6 +136,7 @@ class Supervisor:
         """Run the job to a terminal phase (or Suspended). Returns the phase recorded."""
         store, job_id = self.store, self.job_id
         # Handlers first: `kubetrain cancel` signals the pid recorded next, and must not kill us mid-start.
+        self._wake_fds = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             store.set_supervisor(job_id, os.getpid())
@@ -146,6 +158,9 @@ class Supervisor:
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
+                fds, self._wake_fds = self._wake_fds, None
+                for fd in fds or ():
+                    os.close(fd)
 
     def _before_start(self) -> JobPhase | None:
         """A job cancelled or suspended before this supervisor got to run (a cancel right after
@@ -163,9 +178,44 @@ class Supervisor:
         while True:
             self._start(group)
             outcome = self._watch(group, started_at)
+            if outcome is None:
+                outcome = self._back_off(group, started_at)
             if outcome is not None:
                 return outcome
             store.record_restart(job_id)
+
+    def _back_off(self, group: ProcessGroup, started_at: float) -> JobPhase | None:
+        """Wait until the next attempt is due (`_next_attempt`), as the Job controller backs off between
+        retries. None: restart now; else the phase a cancel, suspend or the deadline ended the job in."""
+        due, self._next_attempt = self._next_attempt, None
+        if due is None:
+            return None
+        # The wait runs on the monotonic clock: a clock step must not stretch or skip it.
+        end = time.monotonic() + max(0.0, due - time.time())
+        while True:
+            request = self._pending_request()
+            if request is not None:
+                return self._stop_for(None, request)
+            now = time.time()
+            if self.deadline_s is not None and now >= started_at + self.deadline_s:
+                return self._deadline(group)
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            if self.deadline_s is not None:
+                left = min(left, started_at + self.deadline_s - now)
+            self._sleep(min(left, REQUEST_POLL))
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep up to `seconds`, less when a signal arrives (the handler writes to the wake pipe)."""
+        if self._wake_fds is None:
+            time.sleep(seconds)
+            return
+        read_fd = self._wake_fds[0]
+        ready, _, _ = select.select([read_fd], [], [], max(0.0, seconds))
+        if ready:
+            with contextlib.suppress(OSError):
+                os.read(read_fd, 4096)
 
     def _start(self, group: ProcessGroup) -> None:
         store, job_id = self.store, self.job_id
@@ -272,15 +322,16 @@ class Supervisor:
         status = store.get_status(job_id)
         restarts = status.backoff_count
         limit = self.rules.backoff_limit
-        retry = self.rules.retryable_exit(first.returncode) and restarts < limit
+        retryable = self.rules.retryable_exit(first.returncode, role)
+        retry = retryable and restarts < limit
         reason = "ReplicaFailed"
         if retry:
             action = f"restarted {restarts + 1}/{limit}"
-        elif self.rules.retryable_exit(first.returncode):
+        elif retryable:
             action = f"gave up after {restarts} restart{'s' if restarts != 1 else ''} (backoffLimit {limit})"
             reason = "BackoffLimitExceeded"
         else:
-            action = self.rules.why_not(first.returncode)
+            action = self.rules.why_not(first.returncode, role)
         failure = FailureSummary(
             role=role,
             index=index,
@@ -292,11 +343,19 @@ class Supervisor:
         store.set_first_failure(job_id, failure)
         self._stop_all(group)
         if retry:
-            self.on_event(f"{failure.headline()}")
-            # A gang restart counts once, in backoffCount (recorded by the caller); per-replica restart
-            # counts are for a replica restarted alone, which this supervisor never does.
-            store.add_condition(
-                job_id, Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed", failure.headline(), time.time())
+            # A gang restart counts once, in backoffCount (recorded by the caller once the back-off is over);
+            # per-replica restart counts are for a replica restarted alone, which this supervisor never does.
+            now = time.time()
+            delay = self.rules.delay(restarts)
+            self._next_attempt = now + delay
+            message = f"{failure.headline()}; back-off: next attempt in {delay:g}s, at {_rfc3339(now + delay)}"
+            self.on_event(message)
+            store.set_job_phase(
+                job_id,
+                JobPhase.RUNNING,
+                reason=REASON_BACKOFF,
+                message=message,
+                condition=Condition("Restarting", ConditionStatus.TRUE, REASON_BACKOFF, message, now),
             )
             return None
         self._finish(JobPhase.FAILED, reason, failure.headline())
@@ -367,6 +426,14 @@ class Supervisor:
             self._terminated = True
         if self._group is not None:
             self._group.wake()
+        if self._wake_fds is not None:
+            with contextlib.suppress(OSError):  # full (already woken) or closed meanwhile
+                os.write(self._wake_fds[1], b"\0")
+
+
+def _rfc3339(t: float) -> str:
+    """Epoch seconds as an RFC 3339 UTC time to the millisecond: 2024-05-01T12:00:03.250Z."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _file_size(path: Path) -> int:

@@ -1,23 +1,44 @@
-"""`kubetrain validate`: check TrainJob files, every problem with its field path and file:line."""
+"""`kubetrain validate`: check TrainJob files, every problem with its field path and file:line.
+
+Without `--backend`, the files are checked against the schema. With `--backend local|kubernetes` (and
+`--flavor`, else every flavor), each job also meets what that backend would make of it, in one pass and
+before anything runs: every refusal at once (a flavor's render problems, the local backend's), the
+warnings of what is honoured only approximately, and the fields the backend would drop without a word
+(docs/parity.md). Exit 2 when a backend refuses (without `--flavor`: when no flavor can run the job), else 0.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
+from ...contract.choices import BACKEND_ALIASES, BACKENDS, FLAVORS
 from ..options import add_overrides
 from ..output import say
+
+if TYPE_CHECKING:
+    from ...backends.parity.observe import Observation
+    from ...jobspec import TrainJob
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     add_overrides(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no output on success")
+    p.add_argument("--backend", choices=[*BACKENDS, *BACKEND_ALIASES],
+                   help="also check what this backend makes of the job: its refusals and warnings, all at once")
+    p.add_argument("--flavor", choices=FLAVORS,
+                   help="with --backend kubernetes: only this flavor (default: every flavor, saying which can run it)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...contract.errors import UsageError
     from ...jobspec import SpecError, load_all_files
 
+    backend = _backend(args)
+    if args.flavor is not None and backend == "local":
+        raise UsageError("--flavor is a Kubernetes flavor: use it with --backend kubernetes")
     failed = 0
     for path in args.files:
         try:
@@ -34,4 +55,71 @@ def run(args: argparse.Namespace) -> int:
                 f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {replicas} replicas: {roles})",
                 quiet=args.quiet,
             )
+            if backend is not None and not _check(backend, path, job, args.flavor, quiet=args.quiet):
+                failed += 1
     return 2 if failed else 0
+
+
+def _backend(args: argparse.Namespace) -> str | None:
+    if args.backend is None:
+        return "kubernetes" if args.flavor is not None else None
+    from ...backends.base import backend_name
+
+    return backend_name(args.backend)
+
+
+def _check(backend: str, path: str, job: TrainJob, flavor: str | None, *, quiet: bool) -> bool:
+    """Report what `backend` makes of `job`; False when it refuses it."""
+    if backend == "local":
+        return _check_local(path, job, quiet=quiet)
+    return _check_kubernetes(path, job, flavor, quiet=quiet)
+
+
+def _check_local(path: str, job: TrainJob, *, quiet: bool) -> bool:
+    from ...backends.parity.observe import observe_local
+
+    seen = observe_local(job)
+    _report(path, "the local backend", job, seen, quiet=quiet, fatal=True)
+    return not seen.refused
+
+
+def _check_kubernetes(path: str, job: TrainJob, flavor: str | None, *, quiet: bool) -> bool:
+    from ...backends.parity.observe import observe_flavor
+
+    seen = [observe_flavor(job, name) for name in ([flavor] if flavor is not None else FLAVORS)]
+    able = [one.backend for one in seen if not one.refused]
+    for one in seen:  # a flavor's refusal is an error when no flavor can run the job
+        _report(path, f"flavor {one.backend}", job, one, quiet=quiet, fatal=not able)
+    if flavor is None:
+        which = ", ".join(able) if able else "none"
+        message = f"{path}: flavors that can run {job.name}: {which}"
+        if able:
+            say(message, quiet=quiet)
+        else:
+            print(f"error: {message}", file=sys.stderr)
+    return bool(able)
+
+
+def _report(path: str, backend: str, job: TrainJob, seen: Observation, *, quiet: bool, fatal: bool) -> None:
+    """A backend's refusals (always printed; `fatal`: as an error), else its warnings and the fields it
+    would drop silently."""
+    from ...backends.parity import IGNORED, rows_for
+
+    if seen.refused:
+        count = f"{len(seen.problems)} problems" if len(seen.problems) > 1 else "1 problem"
+        lines = [f"{'error: ' if fatal else ''}{path}: {backend} refuses {job.name} ({count}):"]
+        lines += ["  " + str(problem).replace("\n", "\n  ") for problem in seen.problems]
+        print("\n".join(lines), file=sys.stderr)
+        return
+    warnings = list(seen.warnings)
+    dropped: dict[str, list[str]] = {}  # why → the fields, each once (not a mount's fields after the mount)
+    for row, where in rows_for(job.to_dict(), seen.backend, (IGNORED,)):
+        paths = dropped.setdefault(row.cell_at(seen.backend, where).note, [])
+        if not any(where.startswith((p + ".", p + "[")) for p in paths):
+            paths.append(where)
+    for why, paths in dropped.items():
+        warnings.append(f"not used by {backend} ({why}): {', '.join(paths)}; see docs/parity.md")
+    say(f"{path}: {backend} runs {job.name}" + (f", with {len(warnings)} warning(s):" if warnings else ""),
+        quiet=quiet and not warnings)
+    for warning in warnings:
+        say(f"  warning: {warning}")

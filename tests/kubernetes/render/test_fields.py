@@ -401,8 +401,8 @@ def test_job_flavor_policies() -> None:
     assert ignore == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
     assert exit_codes["action"] == "FailJob"
     assert exit_codes["onExitCodes"]["values"] == [*range(1, 75), *range(76, 128), 137]
-    never = job_with(runPolicy={"backoffLimit": 4})[0]["spec"]
-    assert never["backoffLimit"] == 0  # restartPolicy Never: no retries whatever the limit
+    never = job_with(restartPolicy="Never")[0]["spec"]
+    assert never["backoffLimit"] == 0  # restartPolicy Never: no retries
     assert len(never["podFailurePolicy"]["rules"]) == 1
     preempt = job_with(scheduling={"terminateAfterPreemption": True})[0]["spec"]
     assert preempt["podFailurePolicy"]["rules"][0]["action"] == "FailJob"
@@ -428,6 +428,103 @@ def test_volcano_policies() -> None:
     never = job_with("volcano", scheduling={"terminateAfterPreemption": True})[0]["spec"]
     assert never["policies"] == [{"event": "PodFailed", "action": "TerminateJob"},
                                  {"event": "PodEvicted", "action": "TerminateJob"}]
+
+
+# The restarts a job allows, as each flavor writes them.
+RESTARTS = {
+    "job": lambda objects: objects[0]["spec"]["backoffLimit"],
+    "jobset": lambda objects: objects[0]["spec"]["failurePolicy"]["maxRestarts"],
+    "volcano": lambda objects: objects[0]["spec"]["maxRetry"],
+    "kubeflow": lambda objects: objects[0]["spec"]["runPolicy"]["backoffLimit"],
+}
+
+
+def pytorch_job(flavor: str, config: DistributedConfig | None = None, **spec: Any) -> list[Manifest]:
+    base: dict[str, Any] = {"framework": "pytorch", "replicas": 2, "run": {"python": ["t.py"]}}
+    objects = render_manifests(make_job({**base, **spec}), flavor, config=config).objects
+    assert_valid(objects)
+    return objects
+
+
+def restarts_on_failure(flavor: str, objects: list[Manifest], role: str = "worker") -> bool:
+    """Whether a failed pod of `role` leads to a restart (rather than failing the job), as the flavor says it."""
+    root = objects[0]
+    if flavor == "job":
+        job = next(o for o in objects if o["kind"] == "Job" and o["metadata"]["name"].endswith(f"-{role}"))
+        return bool(job["spec"]["backoffLimit"])
+    if flavor == "jobset":
+        failure = root["spec"]["failurePolicy"]
+        never = [r for r in failure.get("rules", []) if role in r.get("targetReplicatedJobs", [role])
+                 and r["action"] == "FailJobSet" and not r.get("onJobFailureReasons")]
+        return bool(failure["maxRestarts"]) and not never
+    if flavor == "volcano":
+        task = next(t for t in root["spec"]["tasks"] if t["name"] == role)
+        for policy in task.get("policies", []) + root["spec"]["policies"]:
+            if policy.get("event") == "PodFailed":
+                return bool(policy["action"] == "RestartJob")
+        return False
+    kind = root["spec"]["pytorchReplicaSpecs"][role.capitalize()]
+    return kind["restartPolicy"] != "Never" and bool(root["spec"]["runPolicy"]["backoffLimit"])
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_a_backoff_limit_alone_restarts_on_every_flavor(flavor: str) -> None:
+    """runPolicy.backoffLimit without a restartPolicy means OnFailure: never a silent `backoffLimit: 0`."""
+    objects = pytorch_job(flavor, runPolicy={"backoffLimit": 2})
+    assert RESTARTS[flavor](objects) == 2
+    assert restarts_on_failure(flavor, objects)
+    # The same from Kale's DistributedConfig(run_policy=V1RunPolicy(backoff_limit=2)).
+    configured = pytorch_job(flavor, DistributedConfig(run_policy={"backoff_limit": 2}))
+    assert RESTARTS[flavor](configured) == 2 and restarts_on_failure(flavor, configured)
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+@pytest.mark.parametrize("policy", ["OnFailure", "ExitCode"])
+def test_a_restart_policy_without_backoff_limit_restarts_six_times(flavor: str, policy: str) -> None:
+    objects = pytorch_job(flavor, restartPolicy=policy)
+    assert RESTARTS[flavor](objects) == 6
+    assert restarts_on_failure(flavor, objects)
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_nothing_given_restarts_nothing_on_every_flavor(flavor: str) -> None:
+    objects = pytorch_job(flavor)
+    assert not restarts_on_failure(flavor, objects)
+    if flavor != "volcano":  # Volcano's webhook turns maxRetry 0 into 3: render keeps 1, PodFailed terminates
+        assert RESTARTS[flavor](objects) == 0
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_a_roles_restart_policy_is_rendered_where_its_replicas_are(flavor: str) -> None:
+    """DeepSpeedJob's worker.restartPolicy: here the master never restarts, the workers do (job's OnFailure)."""
+    objects = pytorch_job(flavor, replicas=None, restartPolicy="OnFailure", runPolicy={"backoffLimit": 3},
+                          roles={"master": {"restartPolicy": "Never"}, "worker": {"replicas": 2}})
+    assert not restarts_on_failure(flavor, objects, "master")
+    assert restarts_on_failure(flavor, objects, "worker")
+    # And the other way round: a job that never restarts, but its workers do.
+    objects = pytorch_job(flavor, replicas=None, restartPolicy="Never",
+                          roles={"master": {}, "worker": {"replicas": 2, "restartPolicy": "OnFailure"}})
+    assert not restarts_on_failure(flavor, objects, "master")
+    assert restarts_on_failure(flavor, objects, "worker")
+    assert RESTARTS[flavor](objects) == (0 if flavor == "job" else 6)  # job: the root is the master's Job
+
+
+def test_a_roles_exit_code_policy_per_flavor() -> None:
+    spec: dict[str, Any] = {"replicas": None, "restartPolicy": "OnFailure", "exitCodes": {"permanent": [3]},
+                            "roles": {"master": {}, "worker": {"replicas": 2, "restartPolicy": "ExitCode"}}}
+    jobs = {o["metadata"]["name"].rsplit("-", 1)[1]: o["spec"] for o in pytorch_job("job", **spec)
+            if o["kind"] == "Job"}
+    assert len(jobs["master"]["podFailurePolicy"]["rules"]) == 1
+    assert jobs["worker"]["podFailurePolicy"]["rules"][1]["onExitCodes"]["values"] == [*range(1, 128)]
+    jobset = pytorch_job("jobset", **spec)[0]["spec"]
+    assert jobset["failurePolicy"]["rules"] == [
+        {"name": "PermanentFailure", "action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"]}]
+    volcano = pytorch_job("volcano", **spec)[0]["spec"]
+    tasks = {t["name"]: t for t in volcano["tasks"]}
+    assert "policies" not in tasks["master"]  # the job's policies
+    assert tasks["worker"]["policies"][0] == {"exitCode": 1, "action": "TerminateJob"}
+    assert tasks["worker"]["policies"][-1] == {"event": "PodFailed", "action": "RestartJob"}
+    assert {"exitCode": 3, "action": "TerminateJob"} in tasks["worker"]["policies"]
 
 
 @pytest.mark.parametrize(("spec", "path", "able"), [
@@ -497,3 +594,34 @@ def test_elastic_start_size_must_be_the_worker_replicas() -> None:
     with pytest.raises(SpecError) as info:
         render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2}}))
     assert info.value.paths == ["spec.elastic.expectedReplicas"]
+
+
+def worker_count(flavor: str, objects: list[Manifest]) -> int:
+    spec = objects[0]["spec"]
+    if flavor == "job":
+        return int(next(o for o in objects if o["kind"] == "Job")["spec"]["completions"])
+    if flavor == "jobset":
+        return int(spec["replicatedJobs"][0]["template"]["spec"]["completions"])
+    if flavor == "volcano":
+        return int(spec["tasks"][0]["replicas"])
+    return int(spec["pytorchReplicaSpecs"]["Worker"]["replicas"])
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_expected_replicas_alone_is_the_start_size_on_every_flavor(flavor: str) -> None:
+    """expectedReplicas given without the worker replicas: the job starts with that many, as it does locally
+    (render no longer refuses it)."""
+    objects = pytorch_job(flavor, replicas=None, elastic={"minReplicas": 2, "maxReplicas": 6, "expectedReplicas": 4})
+    assert worker_count(flavor, objects) == 4
+    container = main_container(pod_templates(objects)["worker"])
+    assert {"name": "PET_NNODES", "value": "2:6"} in container["env"]
+    if flavor == "kubeflow":
+        assert objects[0]["spec"]["elasticPolicy"]["minReplicas"] == 2
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_elastic_disabled_renders_a_job_that_is_not_elastic(flavor: str) -> None:
+    objects = pytorch_job(flavor, elastic={"enabled": False, "minReplicas": 1, "maxReplicas": 8})
+    env = {e["name"]: e.get("value") for e in main_container(pod_templates(objects)["worker"])["env"]}
+    assert env.get("PET_NNODES") != "1:8" and env.get("PET_RDZV_BACKEND") in (None, "static")
+    assert "elasticPolicy" not in objects[0]["spec"]

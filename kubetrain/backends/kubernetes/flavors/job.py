@@ -150,15 +150,15 @@ class JobFlavor(Flavor):
 
 def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
-    from ..render.policy import pod_failure_policy, restarts_allowed, suspended
+    from ..render.policy import pod_failure_policy, role_restarts, suspended
 
     policy = ctx.spec.run_policy
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": view.replicas,
         "parallelism": view.replicas,
-        "backoffLimit": restarts_allowed(ctx),
-        "podFailurePolicy": pod_failure_policy(ctx),
+        "backoffLimit": role_restarts(ctx, view.role),  # the role's restartPolicy Never: 0
+        "podFailurePolicy": pod_failure_policy(ctx, view.role),
     }
     if policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = policy.active_deadline_seconds

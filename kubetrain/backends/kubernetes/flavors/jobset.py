@@ -150,7 +150,7 @@ def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
         "completions": view.replicas,
         "parallelism": view.replicas,
         "backoffLimit": 0,  # a failure fails the Job; the JobSet's failurePolicy decides what follows
-        "podFailurePolicy": pod_failure_policy(ctx),
+        "podFailurePolicy": pod_failure_policy(ctx, view.role),
     }
     if ctx.spec.run_policy.active_deadline_seconds is not None:
         job_spec["activeDeadlineSeconds"] = ctx.spec.run_policy.active_deadline_seconds

@@ -205,6 +205,7 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
 
 def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
+    from ..render.policy import role_policy
 
     # MPIJob's launcher runs `kubectl exec` into the workers with the token the operator grants it.
     launcher = kind.kind == "MPIJob" and view.role == "launcher"
@@ -213,7 +214,7 @@ def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind) -> dict[str, Any
                      automount_token=True if launcher else None)
     return {
         "replicas": view.replicas,
-        "restartPolicy": ctx.spec.restart_policy,
+        "restartPolicy": role_policy(ctx, view.role),
         "template": pod_template(ctx, view, style),
     }
 

@@ -183,12 +183,17 @@ class VolcanoFlavor(Flavor):
 
 def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
+    from ..render.policy import volcano_task_policies
 
     style = PodStyle(index_env=INDEX_ENV, engine_env=("VC_TASK_INDEX",), pod_scheduler=False)
     out: dict[str, Any] = {"name": view.role, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
+    # A role with a restartPolicy of its own: its task's policies, which Volcano reads before the job's.
+    policies = volcano_task_policies(ctx, view.role)
     if ctx.launcher_style and view.argv is not None:
         # The hosting replicas never finish on their own: the job is done when the launcher is.
-        out["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+        policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
+    if policies:
+        out["policies"] = policies
     return out
 
 

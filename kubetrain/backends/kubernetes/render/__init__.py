@@ -132,6 +132,8 @@ def render_manifests(
     ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems)
     check_spec(ctx)
     objects = chosen.objects(ctx)
+    if not objects:
+        _pod_problems(ctx)
     objects += files_configmap(ctx)
     objects += port_services(ctx)
     if api_access:
@@ -146,6 +148,16 @@ def render_manifests(
     if owner_uid is not None:
         rendered = replace(rendered, objects=rendered.with_owner(owner_uid))
     return rendered
+
+
+def _pod_problems(ctx: Ctx) -> None:
+    """The flavor refused the job before rendering its pods (kubeflow: no kind for the framework): render
+    them anyway, for their problems, so that every problem is reported at once rather than in rounds."""
+    from .pod import PodStyle, pod_template
+
+    assert ctx.problems.errors, f"the {ctx.flavor.name} flavor rendered no objects and said nothing"
+    for view in ctx.roles:
+        pod_template(ctx, view, PodStyle(index_env=ctx.layout.index_env))
 
 
 def _check_sizes(ctx: Ctx, objects: list[dict[str, Any]]) -> None:

@@ -241,13 +241,6 @@ def check_spec(ctx: Ctx) -> None:
         for key in RESERVED_LABELS:
             if view.settings.labels and key in view.settings.labels:
                 ctx.problems.add(ctx.where(view.role, "labels", key), "is set by kubetrain and cannot be given")
-    elastic = ctx.spec.elastic
-    workers = ctx.spec.role_replicas().get("worker")
-    if elastic is not None and elastic.expected_replicas is not None and elastic.expected_replicas != workers:
-        # The job starts with the worker role's replicas (as it does locally); two start sizes is one too many.
-        ctx.problems.add(("spec", "elastic", "expectedReplicas"),
-                         f"differs from the worker role's {workers} replicas, which is what the job starts with",
-                         hint="set them equal, or drop expectedReplicas")
     queue = ctx.spec.scheduling.queue
     if queue is not None and ctx.flavor.features.kueue_queue and not is_label_value(queue):
         ctx.problems.add(("spec", "scheduling", "queue"), "must be a valid label value (it becomes the "

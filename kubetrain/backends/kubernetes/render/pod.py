@@ -253,22 +253,51 @@ def placement(ctx: Ctx, view: RoleView, resources: ResourcePlan, style: PodStyle
         out["nodeSelector"] = selector
     affinity: dict[str, Any] = kube_to_dict(settings.affinity) if settings.affinity is not None else {}
     if scheduling.node_pools:
-        if len(scheduling.node_pools) > 100:
-            ctx.problems.add(("spec", "scheduling", "nodePools"), "at most 100 pools (affinity weights 100..1)")
-        # Weights 100, 99, ...: the scheduler prefers the first pool, then the next.
-        terms = [
-            {"weight": 100 - i,
-             "preference": {"matchExpressions": [{"key": scheduling.node_pool_label, "operator": "In",
-                                                  "values": [pool]}]}}
-            for i, pool in enumerate(scheduling.node_pools[:100])
-        ]
-        node = affinity.setdefault("nodeAffinity", {})
-        node.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).extend(terms)
+        _node_pools(ctx, view, affinity)
     if affinity:
         out["affinity"] = affinity
     if settings.tolerations:
         out["tolerations"] = kube_to_dict(settings.tolerations)
     return out
+
+
+def _node_pools(ctx: Ctx, view: RoleView, affinity: dict[str, Any]) -> None:
+    """Run:ai's nodePools: only nodes of the listed pools (a required node affinity), the first pool
+    preferred, then the next (weights 100, 99, ...). The pool requirement is ANDed into each of the user's
+    own required terms: terms are ORed, so a term of its own would admit any node another term admits."""
+    scheduling = ctx.spec.scheduling
+    pools, label = list(scheduling.node_pools), scheduling.node_pool_label
+    if len(pools) > 100:
+        ctx.problems.add(("spec", "scheduling", "nodePools"), "at most 100 pools (affinity weights 100..1)")
+    node = affinity.setdefault("nodeAffinity", {})
+    required = node.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for i, term in enumerate(terms):
+        expressions = term.setdefault("matchExpressions", [])
+        for expr in expressions:
+            allowed = set(expr.get("values") or ())
+            if expr.get("key") == label and expr.get("operator") == "In" and not allowed & set(pools):
+                path: tuple[str | int, ...] = (*_node_affinity_path(ctx, view),
+                                               "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", i)
+                ctx.problems.add(path, f"requires {label} in {sorted(allowed)}: none of scheduling.nodePools "
+                                       f"({', '.join(pools)}), so no node fits")
+        # A list of its own per term: a shared one would be dumped as a YAML alias.
+        expressions.append({"key": label, "operator": "In", "values": list(pools)})
+    preferred = [
+        {"weight": 100 - i, "preference": {"matchExpressions": [{"key": label, "operator": "In", "values": [pool]}]}}
+        for i, pool in enumerate(pools[:100])
+    ]
+    node.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).extend(preferred)
+
+
+def _node_affinity_path(ctx: Ctx, view: RoleView) -> tuple[str, ...]:
+    """Where the role's nodeAffinity comes from: its own affinity when that sets one, else the job's."""
+    role = ctx.spec.roles.get(view.role) if ctx.spec.roles else None
+    if role is not None and role.affinity is not None and role.affinity.node_affinity is not None:
+        return ("spec", "roles", view.role, "affinity", "nodeAffinity")
+    return ("spec", "affinity", "nodeAffinity")
 
 
 # -- security ----------------------------------------------------------------------------------------

@@ -1,8 +1,12 @@
 """restartPolicy, runPolicy, runMode and gang scheduling → each flavor's fields, or a clear refusal.
 
 The spec's meaning (the local backend implements it exactly): a failed replica either ends the job or,
-under OnFailure/Always/ExitCode (retryable codes), restarts it, at most runPolicy.backoffLimit times
-(default 0). ExitCode: 1–127 permanent, 128–255 retried, overridden by exitCodes.
+under its role's OnFailure/Always/ExitCode (retryable codes), restarts it, at most runPolicy.backoffLimit
+times. restartPolicy not given: OnFailure when backoffLimit is, else Never; backoffLimit not given: 6 where
+a policy restarts, else 0 (`JobSpec.job_restart_policy`, `restart_policy_of`, `backoff_limit_of`).
+ExitCode: 1–127 permanent, 128–255 retried, overridden by exitCodes. A role's own restartPolicy
+(`roles.<role>.restartPolicy`) is rendered where its replicas are: its Job (job), its replicatedJob's
+failure rule (jobset), its task's policies (volcano), its replica spec (kubeflow).
 
 The table of what maps to what, per flavor, is in docs/render.md ("Policies").
 """
@@ -19,10 +23,21 @@ MAX_INDEXED_COMPLETIONS = 100_000
 
 
 def restarts_allowed(ctx: Ctx) -> int:
-    """How many times a failure may be retried: 0 under restartPolicy Never."""
-    if ctx.spec.restart_policy == "Never":
+    """How many times the job's failures may be retried: runPolicy.backoffLimit (its default applied), 0
+    when no role's restartPolicy restarts."""
+    if all(role_policy(ctx, view.role) == "Never" for view in ctx.roles):
         return 0
-    return ctx.spec.run_policy.backoff_limit or 0
+    return ctx.spec.backoff_limit_of()
+
+
+def role_policy(ctx: Ctx, role: str) -> str:
+    """The restartPolicy of `role`'s replicas: the role's own, else the job's."""
+    return ctx.spec.restart_policy_of(role)
+
+
+def role_restarts(ctx: Ctx, role: str) -> int:
+    """How many times a failure of `role`'s replicas may be retried: 0 under its restartPolicy Never."""
+    return 0 if role_policy(ctx, role) == "Never" else restarts_allowed(ctx)
 
 
 def permanent_codes(ctx: Ctx) -> list[int]:
@@ -98,14 +113,14 @@ def gang_size(ctx: Ctx) -> int | None:
 # -- Indexed Jobs (job, jobset) --------------------------------------------------------------------------------
 
 
-def pod_failure_policy(ctx: Ctx) -> dict[str, Any]:
-    """Rules of each Job: a preemption either is requeued (Ignore: not counted) or fails the job;
-    permanent exit codes fail it at once."""
+def pod_failure_policy(ctx: Ctx, role: str) -> dict[str, Any]:
+    """Rules of `role`'s Job: a preemption either is requeued (Ignore: not counted) or fails the job;
+    under the role's restartPolicy ExitCode, permanent exit codes fail it at once."""
     rules: list[dict[str, Any]] = [{
         "action": "FailJob" if ctx.spec.scheduling.terminate_after_preemption else "Ignore",
         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
     }]
-    if ctx.spec.restart_policy == "ExitCode":
+    if role_policy(ctx, role) == "ExitCode":
         rules.append({"action": "FailJob", "onExitCodes": {"operator": "In", "values": permanent_codes(ctx)}})
     return {"rules": rules}
 
@@ -114,31 +129,57 @@ def pod_failure_policy(ctx: Ctx) -> dict[str, Any]:
 
 
 def jobset_failure_policy(ctx: Ctx) -> dict[str, Any]:
-    """Gang restart: any failed Job restarts the whole JobSet, maxRestarts times; a Job failed by its
-    podFailurePolicy (permanent exit code, preemption with terminateAfterPreemption) fails the JobSet."""
-    out: dict[str, Any] = {"maxRestarts": restarts_allowed(ctx)}
-    if ctx.spec.restart_policy == "ExitCode" or ctx.spec.scheduling.terminate_after_preemption:
-        # JobSet's webhook takes rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
-        out["rules"] = [{"name": "PermanentFailure", "action": "FailJobSet",
-                         "onJobFailureReasons": ["PodFailurePolicy"]}]
+    """Gang restart: any failed Job restarts the whole JobSet, maxRestarts times; a Job of a role whose
+    restartPolicy is Never, or failed by its podFailurePolicy (permanent exit code, preemption with
+    terminateAfterPreemption), fails the JobSet."""
+    restarts = restarts_allowed(ctx)
+    out: dict[str, Any] = {"maxRestarts": restarts}
+    # JobSet's webhook takes rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
+    rules: list[dict[str, Any]] = []
+    never = [view.role for view in ctx.roles if role_policy(ctx, view.role) == "Never"]
+    if restarts and never:
+        rules.append({"name": "NotRestarted", "action": "FailJobSet", "targetReplicatedJobs": never})
+    exit_code = any(role_policy(ctx, view.role) == "ExitCode" for view in ctx.roles)
+    if exit_code or ctx.spec.scheduling.terminate_after_preemption:
+        rules.append({"name": "PermanentFailure", "action": "FailJobSet",
+                      "onJobFailureReasons": ["PodFailurePolicy"]})
+    if rules:
+        out["rules"] = rules
     return out
 
 
 # -- volcano -------------------------------------------------------------------------------------------
 
 
+def _failure_policies(ctx: Ctx, policy: str) -> list[dict[str, Any]]:
+    """Volcano policies for a pod failure under `policy`. Volcano takes the first policy that matches an
+    event, so exit-code rules come before the PodFailed restart."""
+    restarts = restarts_allowed(ctx) if policy != "Never" else 0
+    out: list[dict[str, Any]] = []
+    if policy == "ExitCode" and restarts:
+        out += [{"exitCode": code, "action": "TerminateJob"} for code in permanent_codes(ctx)]
+    out.append({"event": "PodFailed", "action": "RestartJob" if restarts else "TerminateJob"})
+    return out
+
+
 def volcano_policies(ctx: Ctx) -> tuple[list[dict[str, Any]], int]:
-    """(job policies, maxRetry). Volcano takes the first policy that matches an event, so exit-code
-    rules come before the PodFailed restart."""
+    """(job policies, maxRetry), for the job's restartPolicy; see `volcano_task_policies` for roles with
+    their own."""
     restarts = restarts_allowed(ctx)
-    policies: list[dict[str, Any]] = []
-    if ctx.spec.restart_policy == "ExitCode" and restarts:
-        policies += [{"exitCode": code, "action": "TerminateJob"} for code in permanent_codes(ctx)]
-    policies.append({"event": "PodFailed", "action": "RestartJob" if restarts else "TerminateJob"})
+    policies = _failure_policies(ctx, ctx.spec.job_restart_policy())
     evicted = "TerminateJob" if ctx.spec.scheduling.terminate_after_preemption else "RestartJob"
     policies.append({"event": "PodEvicted", "action": evicted})
     # Volcano's webhook turns maxRetry 0 into 3; a preemption restart still needs room to happen.
     return policies, max(restarts, 1)
+
+
+def volcano_task_policies(ctx: Ctx, role: str) -> list[dict[str, Any]]:
+    """A task's own failure policies when its role's restartPolicy is not the job's ([] otherwise). Volcano
+    reads a task's policies before the job's, so they win for its pods."""
+    policy = role_policy(ctx, role)
+    if policy == ctx.spec.job_restart_policy():
+        return []
+    return _failure_policies(ctx, policy)
 
 
 # -- kubeflow ------------------------------------------------------------------------------------------
@@ -176,6 +217,9 @@ __all__ = [
     "permanent_codes",
     "pod_failure_policy",
     "restarts_allowed",
+    "role_policy",
+    "role_restarts",
     "suspended",
     "volcano_policies",
+    "volcano_task_policies",
 ]
