@@ -270,7 +270,8 @@ class Scheduling(SpecModel):
     """Queue name: a Kueue LocalQueue (kueue.x-k8s.io/queue-name label) or a Volcano queue."""
     priority_class: str | None = None
     node_pools: list[str] = Field(default_factory=list)
-    """Node pools in order of preference (preferred node affinity, weights descending)."""
+    """Node pools the replicas may run on: a required node affinity on these pools, and a preference for
+    them in this order (weights descending)."""
     node_pool_label: str = NODE_POOL_LABEL
     """Node label that names a node's pool."""
     node_type: str | None = None
@@ -749,7 +750,8 @@ class TrainJob(SpecModel):
         """This job with Kale's DistributedConfig applied to every replica of every role.
 
         The config is merged over the job's own settings the way a role's are: env by name, maps merged,
-        lists appended, affinity replaced; its run_policy fields replace the job's.
+        lists appended, affinity merged per kind (node, pod, pod anti-affinity: the config's wins where it sets
+        one); its run_policy fields replace the job's.
         """
         merged = merge_settings(
             self.spec,
