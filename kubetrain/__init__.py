@@ -126,22 +126,81 @@ def run(
     detach: bool = False,
     dry_run: Literal["client", "server"] | None = None,
     sink: LogSink | None = None,
+    quiet: bool = False,
     on_event: Callable[[str], None] | None = None,
     base_dir: str | None = None,
     **options: Any,
 ) -> RunResult:
     """Run `job` on `backend`: the same call `kubetrain run` makes.
 
-    Attached (the default), returns when the job has ended, `result.status` its final status; replicas'
-    output goes to `sink` (None: only to the backend's logs; `kubetrain.terminal.OutputSink()` prints it
-    as the CLI does) and kubetrain's own messages to `on_event`. Detached, returns once it is started.
+    Attached (the default), returns when the job has ended, `result.status` its final status. Detached,
+    returns once it is started.
+
+    Replicas' output: as the CLI does, it is shown `[role-index]` prefixed (`kubetrain.terminal.OutputSink`)
+    when standard output is a terminal or this runs in a notebook (ipykernel); otherwise it goes only to the
+    job's logs (`kubetrain logs ID`). `sink=` sends it elsewhere (any `contract.logs.LogSink`, e.g.
+    `OutputSink(out=file)`); `quiet=True` shows none. kubetrain's own messages go to `on_event`.
+
+    Ctrl-C while attached cancels the job as in the CLI (its replicas stopped, the job recorded Cancelled),
+    then raises `KeyboardInterrupt`, so a loop of runs (a sweep) stops too.
+
     `base_dir`: where relative paths of the job resolve (default: the job file's folder, see
     `TrainJob.base_dir`, else the current folder). `options` open the backend (`open_backend`): e.g.
     `namespace=`, `flavor=` on Kubernetes, `preload=` locally.
     """
+    import signal
+    import sys
+    import threading
+
     from .backends.base import open_backend
 
     if base_dir is not None:
         job = job.with_base_dir(base_dir)
-    with open_backend(backend, **options) as opened:
-        return opened.run(job, detach=detach, dry_run=dry_run, sink=sink, on_event=on_event)
+    if quiet:
+        sink = None
+    elif sink is None and not detach and _interactive():
+        from .terminal import OutputSink
+
+        sink = OutputSink()
+    interrupted = False
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    # Only Python's own Ctrl-C handler is replaced (a backend that follows a job catches the KeyboardInterrupt
+    # and cancels it; the local supervisor installs its own, and records why the job was cancelled).
+    watch = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    previous = signal.signal(signal.SIGINT, on_interrupt) if watch else None
+    try:
+        with open_backend(backend, **options) as opened:
+            result = opened.run(job, detach=detach, dry_run=dry_run, sink=sink, on_event=on_event)
+    finally:
+        if watch:
+            signal.signal(signal.SIGINT, previous)
+        if sink is not None:
+            sink.flush()
+    status = result.status
+    if status is not None and status.phase.value == "Cancelled" and (interrupted or status.message == _BY_CTRL_C):
+        sys.stderr.flush()
+        raise KeyboardInterrupt(f"job {result.job_id} cancelled by Ctrl-C")
+    return result
+
+
+#: The message the local supervisor records for a job cancelled by Ctrl-C.
+_BY_CTRL_C = "cancelled by Ctrl-C"
+
+
+def _interactive() -> bool:
+    """Where the CLI shows replicas' output: standard output is a terminal, or this is a notebook."""
+    import sys
+
+    if "ipykernel" in sys.modules:
+        return True
+    try:
+        return bool(sys.stdout is not None and sys.stdout.isatty())
+    except (AttributeError, ValueError):
+        return False

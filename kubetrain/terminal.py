@@ -7,6 +7,7 @@ CLI and `kubetrain.run` use. Standard library only.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterable
@@ -17,6 +18,28 @@ from .contract.logs import LogRecord
 # Distinct foreground colours, the most legible first; red comes last so that
 # a replica's prefix is not mistaken for an error.
 _PALETTE = ("36", "33", "32", "35", "34", "96", "93", "92", "95", "94", "31", "91")
+
+# Terminal control sequences a replica may print: CSI (colours, cursor moves, clearing the screen), OSC (window
+# titles, hyperlinks, clipboard writes), and the other ESC-introduced ones.
+_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC, ended by BEL or ST
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC
+    r"|\x1b[ -/]*[0-~]?"  # any other escape
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def sanitize(text: str) -> str:
+    """One line of a replica's output made safe for a terminal: escape sequences removed (a replica cannot
+    recolour, move the cursor, retitle or write the clipboard of the terminal that shows it), a carriage
+    return keeps what a terminal would show (a progress bar's last state), other control characters shown
+    escaped (``\\x07``). Tabs stay."""
+    if "\r" in text:
+        text = next((part for part in reversed(text.split("\r")) if part), "")
+    text = _SEQUENCE.sub("", text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _wants_color(stream: TextIO) -> bool:
@@ -36,7 +59,9 @@ class OutputSink:
     A replica's stdout goes to ``out`` and its stderr to ``err`` (default: our
     own stdout and stderr), so redirecting ``kubetrain run`` works as with any
     launcher. Colour is used on a terminal unless ``NO_COLOR`` is set;
-    ``color=True``/``False`` forces it. If the output is gone (``| head``),
+    ``color=True``/``False`` forces it. Terminal escape sequences and control
+    characters in replicas' lines are removed or shown escaped (:func:`sanitize`)
+    unless ``raw=True`` (``--raw``). If the output is gone (``| head``),
     printing stops quietly: the log files still get everything.
     """
 
@@ -47,7 +72,9 @@ class OutputSink:
         *,
         color: bool | None = None,
         keys: Iterable[str] = (),
+        raw: bool = False,
     ) -> None:
+        self.raw = raw
         self._out = out if out is not None else sys.stdout
         self._err = err if err is not None else sys.stderr
         self._color = {id(s): (color if color is not None else _wants_color(s)) for s in (self._out, self._err)}
@@ -79,6 +106,8 @@ class OutputSink:
         """Queue one line (without its newline) of replica ``key``'s ``stream``."""
         target = self._err if stream == "stderr" else self._out
         pre = self.prefix(key, self._color[id(target)])
+        if not self.raw:
+            text = sanitize(text)
         with self._lock:
             self._queued[id(target)].append(f"{pre}{text}\n")
 
@@ -112,4 +141,4 @@ class OutputSink:
             self._broken.add(id(target))
 
 
-__all__ = ["OutputSink"]
+__all__ = ["OutputSink", "sanitize"]

@@ -17,6 +17,26 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
 
 
+def non_negative(text: str) -> int:
+    """An argparse type: a whole number, 0 or more (a negative --tail or --limit is a mistake, not "all")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give 0 or more")
+    return value
+
+
+def add_raw(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="pass replicas' terminal escape sequences and control characters through (default: removed or "
+        "shown escaped)",
+    )
+
+
 def add_output(p: argparse.ArgumentParser, choices: Sequence[str], default: str | None = None) -> None:
     p.add_argument("-o", "--output", choices=choices, default=default, help=f"output format: {'|'.join(choices)}")
 
@@ -89,7 +109,9 @@ __all__ = [
     "add_flavor",
     "add_output",
     "add_overrides",
+    "add_raw",
     "backend_flags",
     "backend_of",
+    "non_negative",
     "open_backend_for",
 ]

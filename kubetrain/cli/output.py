@@ -37,6 +37,11 @@ def say(text: str, *, quiet: bool = False) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 replica`, `2 replicas`."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 def print_jobs(jobs: Sequence[JobStatus], fmt: str | None) -> None:
     """`kubetrain list` for any backend: a kubectl-style table, `-o wide|json|yaml|name`."""
     from ..status_text import format_table
@@ -69,6 +74,10 @@ def print_records(records: Iterable[LogRecord], args: argparse.Namespace, sink: 
     for rec in records:
         text = f"{rec.time.isoformat()} {rec.text}" if args.timestamps else rec.text
         if args.no_prefix:
+            if not sink.raw:
+                from ..terminal import sanitize
+
+                text = sanitize(text)
             (sys.stderr if rec.stream == "stderr" else sys.stdout).write(text + "\n")
         else:
             sink.line(rec.key, rec.stream, text)

@@ -50,6 +50,12 @@ def convert_validation_error(exc: ValidationError, data: Any, root: type[BaseMod
             out.append(FieldError(loc, "is required"))
         else:
             message = _message(err)
+            given = err.get("input")
+            if kind == "int_type" and isinstance(given, bool | float):
+                # Strict ints (types.WholeNumber): `true` or `1.0` where a count or a limit belongs.
+                shown = str(given).lower() if isinstance(given, bool) else str(getattr(given, "source", given))
+                out.append(FieldError(loc, f"must be a whole number (got {shown})", given, False))
+                continue
             if kind == "finite_number" and loc and loc[-1] in ("gpu", "gpuLimit"):
                 message = "must be a finite gpu count"
             shows_value = kind != "quantity"  # its message already quotes the value

@@ -26,7 +26,19 @@ from .errors import FieldError, SpecError, format_path
 from .frameworks import ELASTIC_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
 from .resources import ResourceList, Resources
-from .types import Affinity, Arg, EnvFromList, EnvList, SpecModel, Tolerations
+from .types import (
+    INT32_MAX,
+    MAX_DEADLINE_SECONDS,
+    MAX_PROCS_PER_REPLICA,
+    MAX_REPLICAS,
+    Affinity,
+    Arg,
+    EnvFromList,
+    EnvList,
+    SpecModel,
+    Tolerations,
+    WholeNumber,
+)
 
 API_VERSION = "kubetrain.dev/v1alpha1"
 KIND = "TrainJob"
@@ -70,7 +82,7 @@ Annotations = Annotated[dict[str, str], BeforeValidator(_annotations)]
 class RunPolicy(SpecModel):
     """How the job as a whole is retried, bounded in time and cleaned up (Kubeflow's RunPolicy)."""
 
-    backoff_limit: int | None = Field(default=None, ge=0)
+    backoff_limit: WholeNumber | None = Field(default=None, ge=0, le=INT32_MAX)
     """Restarts before the job fails (Kubeflow's and Run:ai's backoffLimit). Given without a restartPolicy,
     it means restartPolicy OnFailure: failed replicas are restarted up to this many times. Not given: 6
     (the Kubernetes Job controller's and Run:ai's default) where a restartPolicy restarts (OnFailure, Always,
@@ -78,9 +90,9 @@ class RunPolicy(SpecModel):
     (locally, jobset, volcano) or the failed pod (job, kubeflow), after a back-off that doubles each time:
     locally from 1 s up to 1 min (status: reason BackOff, with the time of the next attempt); on Kubernetes
     the engine's own (the Job controller's: from 10 s up to 6 min)."""
-    active_deadline_seconds: int | None = Field(default=None, gt=0)
+    active_deadline_seconds: WholeNumber | None = Field(default=None, gt=0, le=MAX_DEADLINE_SECONDS)
     """Wall-clock limit for the job, counted from its start; then every replica is stopped and the job fails."""
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    ttl_seconds_after_finished: WholeNumber | None = Field(default=None, ge=0, le=INT32_MAX)
     """Delete the finished job's objects after this many seconds (Run:ai's autoDeletion)."""
     clean_pod_policy: Literal["All", "Running", "None"] | None = None
     """Which pods to delete when the job ends: All, Running (still running ones), or None."""
@@ -91,9 +103,9 @@ class RunPolicy(SpecModel):
 class ExitCodes(SpecModel):
     """Overrides of restartPolicy ExitCode's rule (1–127 permanent, 128–255 retried)."""
 
-    retryable: list[int] = Field(default_factory=list)
+    retryable: list[WholeNumber] = Field(default_factory=list)
     """Exit codes to retry even if in 1–127."""
-    permanent: list[int] = Field(default_factory=list)
+    permanent: list[WholeNumber] = Field(default_factory=list)
     """Exit codes that fail the job at once even if in 128–255."""
 
     @model_validator(mode="after")
@@ -118,15 +130,15 @@ class Elastic(SpecModel):
     enabled: bool = True
     """false: the job is not elastic, the whole block is ignored (DeepSpeedJob's elastic.enabled).
     minReplicas and maxReplicas may then be left out."""
-    min_replicas: int | None = Field(default=None, ge=1)
+    min_replicas: WholeNumber | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     """Fewest workers the job runs with (required when enabled)."""
-    max_replicas: int | None = Field(default=None, ge=1)
+    max_replicas: WholeNumber | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     """Most workers the job runs with (required when enabled)."""
-    expected_replicas: int | None = Field(default=None, ge=1)
+    expected_replicas: WholeNumber | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     """Worker replicas the job starts with (the worker role's replicas), in [minReplicas, maxReplicas].
     Given alone, it sets the worker role's replicas; given with them, it must equal them; not given, it is
     them. The same on every backend."""
-    max_restarts: int = Field(default=3, ge=0)
+    max_restarts: WholeNumber = Field(default=3, ge=0, le=INT32_MAX)
     """Membership changes / failures the elastic agent tolerates before giving up."""
 
     @model_validator(mode="after")
@@ -198,8 +210,8 @@ class Run(SpecModel):
 class Port(SpecModel):
     """A container port, optionally exposed through a Service (Run:ai's ports)."""
 
-    container: int = Field(ge=1, le=65535)
-    external: int | None = Field(default=None, ge=1, le=65535)
+    container: WholeNumber = Field(ge=1, le=65535)
+    external: WholeNumber | None = Field(default=None, ge=1, le=65535)
     """Port on the Service; defaults to the container port."""
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
     name: str | None = None
@@ -223,10 +235,10 @@ class Security(SpecModel):
 
     run_as_user: bool = False
     """Run as the submitting user's uid/gid (Run:ai's runAsUser)."""
-    run_as_uid: int | None = Field(default=None, ge=0)
-    run_as_gid: int | None = Field(default=None, ge=0)
+    run_as_uid: WholeNumber | None = Field(default=None, ge=0, le=INT32_MAX)
+    run_as_gid: WholeNumber | None = Field(default=None, ge=0, le=INT32_MAX)
     run_as_non_root: bool | None = None
-    supplemental_groups: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    supplemental_groups: list[Annotated[WholeNumber, Field(ge=0, le=INT32_MAX)]] = Field(default_factory=list)
     capabilities: list[str] = Field(default_factory=list)
     """Linux capabilities to add back (all others stay dropped), e.g. [IPC_LOCK, SYS_PTRACE]."""
     allow_privilege_escalation: bool = False
@@ -279,9 +291,9 @@ class Scheduling(SpecModel):
     node_type_label: str = NODE_TYPE_LABEL
     gang: bool | None = None
     """Schedule all replicas together or none (Volcano minAvailable, JobSet/Kueue all-or-nothing)."""
-    min_available: int | None = Field(default=None, ge=1)
+    min_available: WholeNumber | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     """Replicas that must be placed together for the job to start; implies gang; default: all."""
-    preemption_limit: int | None = Field(default=None, ge=0)
+    preemption_limit: WholeNumber | None = Field(default=None, ge=0, le=INT32_MAX)
     """Preemptions tolerated before the job fails."""
     terminate_after_preemption: bool = False
     """Fail the job instead of requeueing it when a replica is preempted."""
@@ -369,7 +381,7 @@ class ReplicaSettings(PodOptions):
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
     working_dir: str | None = None
     """Working directory of the replica's process."""
-    procs_per_replica: int | Literal["auto"] | None = None
+    procs_per_replica: Annotated[WholeNumber, Field(le=MAX_PROCS_PER_REPLICA)] | Literal["auto"] | None = None
     """Processes per replica (torchrun --nproc-per-node, slotsPerWorker): a number, or auto (one per GPU)."""
     resources: Resources | None = None
     mounts: list[MountInput] | None = None
@@ -395,7 +407,7 @@ controller's and Run:ai's default."""
 class RoleSpec(ReplicaSettings):
     """One role (worker, ps, chief, launcher, ...): its replica count and its overrides of the job's settings."""
 
-    replicas: int = Field(default=1, ge=1)
+    replicas: WholeNumber = Field(default=1, ge=1, le=MAX_REPLICAS)
     restart_policy: RestartPolicy | None = None
     """This role's restartPolicy, over the job's (DeepSpeedJob's worker restartPolicy): what a failure of
     one of its replicas does. Restarts count against the job's runPolicy.backoffLimit."""
@@ -409,7 +421,7 @@ class JobSpec(ReplicaSettings):
     base: str | None = None
     """Inherit from a template: a file (relative to this one) or a name in the templates folder.
     Deep-merged; this file wins. Resolved when the file is loaded: the loaded job holds the merged result."""
-    replicas: int | None = Field(default=None, ge=1)
+    replicas: WholeNumber | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     """Shorthand for one role named `worker` with this many replicas."""
     roles: dict[str, RoleSpec] | None = None
     """Roles by name, each with replicas and overrides: {worker: {replicas: 4}, ps: {replicas: 2}}."""

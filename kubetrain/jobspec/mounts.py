@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from .errors import FieldError, SpecError
-from .types import Quantity, SpecModel
+from .types import Quantity, SpecModel, WholeNumber
 
 
 class _MountBase(SpecModel):
@@ -88,7 +88,7 @@ class ConfigMapMount(_MountBase):
     """Name of the ConfigMap."""
     items: dict[str, str] = Field(default_factory=dict)
     """Only these keys, mapped to file names (key: path)."""
-    default_mode: int | None = Field(default=None, ge=0, le=0o777)
+    default_mode: WholeNumber | None = Field(default=None, ge=0, le=0o777)
 
 
 class SecretMount(_MountBase):
@@ -96,7 +96,7 @@ class SecretMount(_MountBase):
     name: str
     """Name of the Secret (its values are never printed)."""
     items: dict[str, str] = Field(default_factory=dict)
-    default_mode: int | None = Field(default=None, ge=0, le=0o777)
+    default_mode: WholeNumber | None = Field(default=None, ge=0, le=0o777)
 
 
 class S3Mount(_MountBase):

@@ -6,7 +6,7 @@ import functools
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Strict, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -162,3 +162,17 @@ EnvList = Annotated[
     KubeType("list[V1EnvVar]"),
 ]
 """Environment: a mapping `{NAME: value}` or a list of V1EnvVar (objects or dicts, valueFrom allowed)."""
+
+
+WholeNumber = Annotated[int, Strict()]
+"""An integer field: pydantic's strict int, which refuses booleans, floats (even 1.0) and text instead of
+converting them (`convert` says "must be a whole number (got true)")."""
+
+INT32_MAX = 2**31 - 1
+"""The bound of Kubernetes' int32 fields (backoffLimit, ttlSecondsAfterFinished, runAsUser, ...)."""
+MAX_REPLICAS = 1_000_000
+"""The most replicas a role (or an elastic job) may ask for (engines refuse less: Indexed Jobs 100,000)."""
+MAX_PROCS_PER_REPLICA = 1024
+"""The most processes one replica may start (torchrun --nproc-per-node)."""
+MAX_DEADLINE_SECONDS = 10 * 365 * 24 * 3600
+"""activeDeadlineSeconds' bound: ten years."""

@@ -211,7 +211,7 @@ class KubernetesBackend:
         sub = self.submit(job, self.flavor, namespace, on_warning=warn)
         result = RunResult(sub.name, self.name, warnings=list(sub.warnings), detached=detach,
                            namespace=sub.namespace, flavor=sub.flavor)
-        say(f"created {sub.flavor} job {sub.name} in namespace {sub.namespace}: "
+        say(f"created job {sub.name} ({sub.flavor} flavor) in namespace {sub.namespace}: "
             + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in sub.objects))
         if detach or job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             result.status = self.status_in(sub.name, sub.namespace)

@@ -303,7 +303,8 @@ class LocalBackend:
         log.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env[env_names.HOME] = str(self.store.root)
-        with open(log, "ab") as out:
+        # Private to the user, as the store: the supervisor's messages can quote env values.
+        with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],
                 stdin=subprocess.DEVNULL,
@@ -402,8 +403,9 @@ class LocalBackend:
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
     ) -> Iterator[LogRecord]:
-        """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended or is
-        suspended. `previous` has no meaning here (a replica's log holds every attempt)."""
+        """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended; while
+        it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
+        every attempt)."""
         from .logfiles import follow_log, merge_logs
 
         job_id = self._resolve(job_id)
@@ -439,8 +441,9 @@ class LocalBackend:
         return out
 
     def _ended(self, job_id: str) -> bool:
-        phase = self._status(job_id).phase
-        return phase.is_terminal or phase is JobPhase.SUSPENDED
+        # A suspended job has not ended: like `kubectl logs -f` while no pod runs, following waits for it
+        # to be resumed (or cancelled) and goes on with the output of its next run.
+        return self._status(job_id).phase.is_terminal
 
     # -- control ----------------------------------------------------------------------------------------
 

@@ -323,6 +323,9 @@ def machine_fit(
     | fractional gpu, gpuMemory, MIG without MIG devices | warning: shared or whole GPUs, no limits |
     | runPolicy.cleanPodPolicy None | warning: replicas still running at the end are stopped (as Running) |
     | scheduling.preemptionLimit, terminateAfterPreemption | warning: nothing preempts a local job |
+    | replicas × procsPerReplica | past the open-file limit or 32 per core: refused, with the numbers |
+    | run.python | a binary, a folder without __main__.py, an unreadable file, `python -m` alone: refused |
+    | env names that are not shell names (`my.var`) | warning: the program gets them, a shell cannot |
     """
     spec = plan.job.spec
     refusals: list[Refusal] = []
@@ -345,6 +348,10 @@ def machine_fit(
         warnings.append(
             "spec.scheduling.terminateAfterPreemption: has no effect locally: nothing preempts a local job"
         )
+    size = _size_verdict(plan)
+    if size is not None:
+        refusals.append(size)
+    _program_verdicts(plan, base_dir, refusals, warnings)
     requests, notes, paths = _gpu_requests(plan)
     warnings += notes
     replica_env: dict[str, dict[str, str]] = {}
@@ -355,7 +362,125 @@ def machine_fit(
         refusals += [Refusal(paths[path], message, hint) for path, message, hint in assignment.problems]
         warnings += assignment.warnings
         replica_env = assignment.env
-    return MachineFit(tuple(refusals), tuple(dict.fromkeys(warnings)), replica_env)
+    return MachineFit(tuple(dict.fromkeys(refusals)), tuple(dict.fromkeys(warnings)), replica_env)
+
+
+# -- how many processes this machine can hold ------------------------------------------------------------
+
+FDS_PER_PROCESS = 4
+"""What one local process costs the supervisor in open files: its stdout and stderr pipes, its pidfd, its
+log; and before it starts, its replica's port is held by a bound socket."""
+FDS_RESERVED = 64
+"""Open files the supervisor needs besides its processes' (the store, its wake pipe, Python's own)."""
+PROCS_PER_CORE = 32
+"""The most local processes per core: past that a training job thrashes rather than runs."""
+
+
+def _size_verdict(plan: Plan) -> Refusal | None:
+    """A refusal, with the numbers, for more processes than this machine can supervise: by the open-file
+    limit (`ulimit -n`) or by its cores. Judged from the plan's counts, before any port is bound."""
+    import resource
+
+    processes = sum(w.replicas * len(w.processes) for w in plan.roles)
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fit_files = processes if soft == resource.RLIM_INFINITY else max(0, (soft - FDS_RESERVED) // FDS_PER_PROCESS)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    fit_cores = cores * PROCS_PER_CORE
+    if processes <= min(fit_files, fit_cores):
+        return None
+    spec = plan.job.spec
+    counts = ", ".join(f"{w.role}: {w.replicas}×{len(w.processes)}" for w in plan.roles if w.processes)
+    what = f"{processes} local processes ({counts} replicas×processes)"
+    if processes > fit_files:
+        return Refusal(
+            ("spec", "replicas") if spec.roles is None else ("spec", "roles"),
+            f"{what} need about {processes * FDS_PER_PROCESS + FDS_RESERVED} open files; this machine's limit "
+            f"(ulimit -n) is {soft}, enough for {fit_files}",
+            "raise the limit (ulimit -n), run fewer replicas or processes per replica, or run on Kubernetes",
+        )
+    return Refusal(
+        ("spec", "replicas") if spec.roles is None else ("spec", "roles"),
+        f"{what} are more than this machine's {cores} cores can run ({PROCS_PER_CORE} per core: {fit_cores})",
+        "run fewer replicas or processes per replica locally, or run on Kubernetes",
+    )
+
+
+# -- what each replica runs: the program must be there, and be what `run` says it is ----------------------
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PYTHON = re.compile(r"python[0-9.]*")
+_HEAD_BYTES = 4096
+_BINARY_KINDS = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"MZ", "a Windows executable"),
+)
+
+
+def _program_verdicts(plan: Plan, base_dir: str, refusals: list[Refusal], warnings: list[str]) -> None:
+    """Refused up front, with the field path: a `run.python` script that is unreadable or not Python
+    source (a binary given as `python prog`), and `python -m` with no module after it. Warned: env names a
+    shell cannot hold (`my.var`): the program gets them (as in a pod), but `export my.var=...` is no shell's."""
+    spec = plan.job.spec
+    # Relative scripts resolve against the replicas' folder: workingDir under the job file's folder. A resumed
+    # job is checked from its recorded folder, which is that folder already.
+    folders = [os.path.join(base_dir, spec.working_dir), base_dir] if spec.working_dir else [base_dir]
+    for role, settings in plan.settings.items():
+        run = settings.run
+        if run is not None and run.python and not _skipped(run.python[0]):
+            where = (*setting_path(spec, role, "run", "python"), 0)
+            verdict = _python_script(run.python[0], folders)
+            if verdict is not None:
+                refusals.append(Refusal(where, *verdict))
+        # `kubetrain run -- python -m` (run: {python: [-m]}), or exec: [python3, -m]: Python would only print its usage.
+        for name, argv in (("python", ["python", *(run.python or [])]), ("exec", run.exec or [])) if run else ():
+            if len(argv) > 1 and _PYTHON.fullmatch(os.path.basename(argv[0])) and argv[-1] == "-m":
+                refusals.append(
+                    Refusal(
+                        setting_path(spec, role, "run", name),
+                        f"`{' '.join(argv)}` names no module after -m",
+                        "python -m MODULE [args...], e.g. run: {module: [my_pkg.train]}",
+                    )
+                )
+        for i, var in enumerate(settings.env or []):
+            if not _SHELL_NAME.fullmatch(var.name):
+                at = _show((*setting_path(spec, role, "env"), i, "name"))
+                warnings.append(
+                    f"{at}: {var.name!r} is not a shell variable name: the replicas' programs get it (as in a pod), "
+                    "but no shell can export it, so `kubetrain attach` shells and `attach --print` lack it"
+                )
+
+
+def _skipped(arg: str) -> bool:
+    # An option (`-c`, `-X dev`) or a value the kubelet's rules expand: not a file to look at up front.
+    return arg.startswith("-") or "$(" in arg
+
+
+def _python_script(script: str, folders: Sequence[str]) -> tuple[str, str | None] | None:
+    """(message, hint) when Python cannot run `script` as its program; None when it can (as far as a look at
+    its first bytes tells)."""
+    candidates = [os.path.join(folder, script) for folder in folders]
+    found = next((c for c in candidates if os.path.exists(c)), None)
+    if found is None:
+        # Not refused: a dry run (and the parity harness) plans jobs whose scripts are not written yet, and a
+        # missing script fails its replica at once with Python's own message.
+        return None
+    if os.path.isdir(found):
+        if os.path.isfile(os.path.join(found, "__main__.py")):
+            return None
+        return f"{found} is a folder without __main__.py", "name the script inside it"
+    try:
+        with open(found, "rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+    except OSError as exc:
+        return f"script {found} cannot be read: {exc.strerror or exc}", None
+    if b"\0" not in head or found.endswith((".pyc", ".pyz")) or head.startswith(b"PK\x03\x04"):
+        return None  # source; or bytecode or a zip application, which Python runs too
+    kind = next((name for magic, name in _BINARY_KINDS if head.startswith(magic)), "a binary file")
+    return (
+        f"{found} is {kind}, not Python source",
+        f"run a program with exec: run: {{exec: [{script}, ...]}}",
+    )
 
 
 def setting_path(spec: JobSpec, role: str | None, *names: str) -> FieldPath:

@@ -124,6 +124,9 @@ _PIPE_SIZE = 1 << 18
 # How long to wait for SIGKILLed processes to be gone. Only a process stuck in
 # uninterruptible sleep (a hung NFS or GPU driver call) takes this long.
 _KILL_WAIT = 5.0
+# The longest single `select`: epoll refuses timeouts past a C int of
+# milliseconds (about 24.8 days); a longer wait is made of several.
+_MAX_SELECT = 3600.0
 # How long to wait, once every replica is gone, for their pipes to reach end
 # of file (a process outside the tag, e.g. started with ``env -i``, can hold them).
 _DRAIN_WAIT = 1.0
@@ -384,7 +387,7 @@ class ProcessGroup:
                 left = deadline - time.monotonic()
                 if left <= 0 and polled:
                     return []
-                left = max(0.0, left)
+                left = min(max(0.0, left), _MAX_SELECT)
             self._round(left)
             polled = True
 

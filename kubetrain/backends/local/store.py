@@ -137,6 +137,16 @@ def state_dir() -> Path:
     return Path.home() / ".local" / "state" / "kubetrain"
 
 
+def _writable(path: Path) -> bool:
+    """Writable by this user: the mode's owner write bit (which even root honours here), and access(2)."""
+    return bool(path.stat().st_mode & 0o200) and os.access(path, os.W_OK)
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
 # --- process identity ---------------------------------------------------------------------------
 
 
@@ -292,8 +302,22 @@ class JobStore:
         if self._conn is not None:
             _INHERITED.append(self._conn)
         self._pid = os.getpid()
-        # Job specs and logs can hold credentials passed as env: keep the directory private.
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._prepare_files()
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corruption(exc):
+                raise self._store_error(exc) from None
+            self._move_aside(exc)
+            try:
+                conn = self._open()
+            except sqlite3.DatabaseError as again:
+                raise self._store_error(again) from None
+        self._conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        created = not self.db_path.exists()
         conn = sqlite3.connect(
             self.db_path,
             timeout=BUSY_TIMEOUT_MS / 1000,
@@ -301,6 +325,10 @@ class JobStore:
             check_same_thread=False,  # guarded by self._lock
         )
         try:
+            if created:
+                # SQLite creates the file (and later its -wal and -shm, with the same mode) per the umask.
+                # Job specs hold env values, credentials among them: private to the user.
+                os.chmod(self.db_path, 0o600)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self._enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -309,8 +337,84 @@ class JobStore:
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
         return conn
+
+    def _prepare_files(self) -> None:
+        """The state directory, created private; problems with it or the database file as `StoreError`s."""
+        root = self.root
+        hint = f"point ${ENV_HOME} at a directory kubetrain can write"
+        for parent in (root, *root.parents):
+            if parent.exists() and not parent.is_dir():
+                raise StoreError(f"{parent}: exists and is not a directory — remove it, or {hint}")
+            if parent.exists():
+                break
+        try:
+            # Job specs and logs can hold credentials passed as env: keep the directory private.
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"{root}: cannot create the state directory: {exc.strerror} — {hint}") from None
+        if not _writable(root):
+            raise StoreError(f"{root}: the state directory is read-only — make it writable (chmod u+w), or {hint}")
+        if self.db_path.is_dir():
+            raise StoreError(f"{self.db_path}: is a directory, not a job store — remove or rename it")
+        if self.db_path.exists():
+            if not _writable(self.db_path):
+                raise StoreError(
+                    f"{self.db_path}: the job store is read-only — make it writable (chmod u+w {self.db_path}),"
+                    f" or {hint}"
+                )
+            # A -shm or -wal left read-only (by a read-only database, SQLite gives them its mode) fails every
+            # later open once the database is writable again: give them the database's mode.
+            mode = self.db_path.stat().st_mode & 0o777
+            for suffix in ("-wal", "-shm"):
+                side = self.db_path.with_name(self.db_path.name + suffix)
+                try:
+                    if not _writable(side):
+                        os.chmod(side, mode)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    raise StoreError(f"{side}: is read-only and cannot be fixed ({exc.strerror}) — remove it") from None
+
+    def _store_error(self, exc: sqlite3.DatabaseError) -> StoreError:
+        cause = str(exc)
+        if "readonly" in cause or "read-only" in cause:
+            todo = f"make {self.db_path} and its directory writable, or point ${ENV_HOME} elsewhere"
+        elif "unable to open" in cause:
+            todo = f"check that {self.root} exists and is writable, or point ${ENV_HOME} elsewhere"
+        elif "locked" in cause or "busy" in cause:
+            todo = "another kubetrain holds it; try again"
+        else:
+            todo = f"move {self.db_path} aside to start an empty store"
+        return StoreError(f"{self.db_path}: {cause} — {todo}")
+
+    def _move_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """A corrupted database is renamed `jobs.db.corrupt-<timestamp>` (with its -wal and -shm), and said."""
+        import sys
+
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        backup = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}")
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}-{n}")
+        try:
+            os.rename(self.db_path, backup)
+            for suffix in ("-wal", "-shm"):
+                side = self.db_path.with_name(self.db_path.name + suffix)
+                if side.exists():
+                    os.rename(side, backup.with_name(backup.name + suffix))
+        except OSError as err:
+            raise StoreError(
+                f"{self.db_path}: {exc}, and it cannot be moved aside ({err.strerror}) — move it aside yourself"
+            ) from None
+        print(
+            f"kubetrain: {self.db_path}: {exc}; moved it to {backup} and started an empty job store"
+            " (the jobs recorded there are no longer listed; their logs stay in"
+            f" {self.root / LOGS_DIR})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching the journal mode needs a moment of exclusive access; when several
@@ -355,14 +459,20 @@ class JobStore:
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.IntegrityError:
                 raise
-            conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                # A store damaged or made read-only after it was opened: a message, not a traceback.
+                raise self._store_error(exc) from None
 
     def close(self) -> None:
         with self._lock:

@@ -35,6 +35,9 @@ HOLD_ARGV = ("sleep", "infinity")
 REASON_BACKOFF = "BackOff"
 """The job's reason while it waits out the back-off before restarting its replicas (as a pod's)."""
 REQUEST_POLL = 0.5
+MAX_WAIT = 3600.0
+"""The longest single wait: a deadline of days or years is reached in waits of this length, since
+`select` refuses timeouts beyond its platform's limit (OverflowError)."""
 """While backing off, how often the store is read for a request that came without a signal."""
 
 
@@ -274,7 +277,7 @@ class Supervisor:
                 return self._stop_for(group, request)
             timeout = None
             if self.deadline_s is not None:
-                timeout = max(0.0, started_at + self.deadline_s - time.time())
+                timeout = min(MAX_WAIT, max(0.0, started_at + self.deadline_s - time.time()))
             events = group.wait_exit(timeout)
             for event in events:
                 self._record_exit(event)

@@ -17,6 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     def act(backend: Backend, job_id: str) -> str:
+        before = backend.status(job_id)
+        if before.phase.is_terminal:  # nothing to stop: what was asked holds, so not an error
+            return f"job {before.job_id} has already ended ({before.phase.value.lower()})"
         status = backend.cancel(job_id)
         return f"job {status.job_id} {status.phase.value.lower()}"
 

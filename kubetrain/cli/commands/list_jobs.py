@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..options import add_backend, add_output, open_backend_for
+from ..options import add_backend, add_output, non_negative, open_backend_for
 from ..output import print_jobs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output(p, ["wide", "json", "yaml", "name"])
     p.add_argument("-A", "--all-namespaces", action="store_true", help="Kubernetes: jobs of every namespace")
-    p.add_argument("--limit", type=int, help="at most this many jobs")
+    p.add_argument("--limit", type=non_negative, help="at most this many jobs")
     add_backend(p)
 
 

@@ -1,10 +1,13 @@
-"""`kubetrain logs`: a job's output, merged across replicas in time order, with their prefixes."""
+"""`kubetrain logs`: a job's output, merged across replicas in time order, with their prefixes.
+
+`-f` follows until the job ends: a suspended job has not ended, so following it waits, as `kubectl logs -f`
+waits while no pod runs, and goes on once it is resumed."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..options import add_backend, open_backend_for
+from ..options import add_backend, add_raw, non_negative, open_backend_for
 from ..output import log_filters, print_records, say
 
 
@@ -13,12 +16,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
     p.add_argument("--role", help="only this role")
     p.add_argument("--index", type=int, help="only this replica index (with --role)")
-    p.add_argument("--tail", type=int, metavar="N", help="last N lines of each replica")
+    p.add_argument("--tail", type=non_negative, metavar="N", help="last N lines of each replica")
     p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 5m, 2h")
     p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX")
     p.add_argument("--timestamps", action="store_true", help="prefix each line with its time")
     p.add_argument("--no-prefix", action="store_true", help="omit the [role-index] prefix")
     p.add_argument("--previous", action="store_true", help="Kubernetes: the container before its last restart")
+    add_raw(p)
     add_backend(p)
 
 
@@ -27,6 +31,14 @@ def run(args: argparse.Namespace) -> int:
 
     since, grep = log_filters(args)
     with open_backend_for(args) as backend:
+        if args.follow:
+            status = backend.status(args.job)
+            if status.phase.value == "Suspended":
+                # As `kubectl logs -f` while no pod runs: wait for the job to run again, or end.
+                say(
+                    f"kubetrain: job {status.job_id} is suspended; following its output once it is resumed "
+                    "(Ctrl-C to stop)"
+                )
         records = backend.logs(
             args.job,
             role=args.role,
@@ -38,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
             previous=args.previous,
             on_missing=lambda replica, why: say(f"kubetrain: {replica}: {why}"),
         )
-        print_records(records, args, OutputSink())
+        print_records(records, args, OutputSink(raw=args.raw))
     return 0

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 from ...contract.choices import FRAMEWORKS
 from ...contract.errors import EXIT_USAGE
 from ..errors import CliError
-from ..options import add_backend, add_flavor, add_output, add_overrides, backend_flags, open_backend_for
+from ..options import (
+    add_backend,
+    add_flavor,
+    add_output,
+    add_overrides,
+    add_raw,
+    backend_flags,
+    open_backend_for,
+)
 from ..output import emit, say
 
 if TYPE_CHECKING:
@@ -58,6 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default: torch for pytorch jobs, none otherwise; 'none' turns it off); see README, Local backend",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no kubetrain messages, only the replicas' output")
+    add_raw(p)
     add_output(p, ["yaml", "json"], None)
     add_backend(p)
 
@@ -138,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             job,
             detach=args.detach,
             dry_run=args.dry_run,
-            sink=OutputSink(),
+            sink=OutputSink(raw=args.raw),
             on_event=lambda text: say(f"kubetrain: {text}", quiet=args.quiet),
         )
     return report(args, job, result, time.monotonic() - started)

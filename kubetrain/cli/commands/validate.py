@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS, FLAVORS
 from ..options import add_overrides
-from ..output import say
+from ..output import plural, say
 
 if TYPE_CHECKING:
     from ...backends.parity.observe import Observation
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             replicas = sum(spec.role_replicas().values())
             roles = ", ".join(f"{r}×{n}" for r, n in spec.role_replicas().items())
             say(
-                f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {replicas} replicas: {roles})",
+                f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {plural(replicas, 'replica')}: {roles})",
                 quiet=args.quiet,
             )
             if backend is not None and not _check(backend, path, job, args.flavor, quiet=args.quiet):
