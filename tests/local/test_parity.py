@@ -291,7 +291,8 @@ def test_shares_of_a_gpu_are_packed_onto_whole_gpus_with_a_warning(
     assert {k: v["CUDA_VISIBLE_DEVICES"] for k, v in shown(job_id).items()} == {
         "worker-0": "0", "worker-1": "0", "worker-2": "1"
     }
-    assert len(warnings) == 1 and warnings[0].startswith("spec.resources.gpu: 0.5 of a GPU is approximated locally")
+    assert warnings[0].startswith("spec.resources.gpu: 0.5 of a GPU is approximated locally")
+    assert all(w.startswith("not used locally") for w in warnings[1:])  # gpuMemory: nothing limits it here
     assert "worker-0, worker-1 on GPU 0; worker-2 on GPU 1" in warnings[0]
 
 

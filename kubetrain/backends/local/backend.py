@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,12 +128,15 @@ def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | No
     cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`)."""
     from ...jobspec import FieldError
     from ...plan import plan
+    from ..parity import unused_warnings
     from .gpus import discover_gpus
 
     fit = machine_fit(plan(job), base_dir=str(base_dir), gpus=gpus or discover_gpus)
     if fit.refusals:
         raise LocalRefusal([FieldError(r.path, r.message, hint=r.hint) for r in fit.refusals])
-    return fit
+    # Fields with no meaning on this machine (an image, a node selector, ...) are said, never dropped silently.
+    unused = unused_warnings(job.to_dict(), "local")
+    return replace(fit, warnings=(*fit.warnings, *unused)) if unused else fit
 
 
 def working_dir(job: TrainJob, base_dir: Path) -> str:

@@ -8,8 +8,8 @@ Schema (`kubetrain.jobspec.schema.full_json_schema`), and for the values that ch
 - `honoured` (✓): it takes effect (`same=True`: what it asks for is what the backend does anyway);
 - `refused`: the backend raises a field-pathed problem (a render problem on Kubernetes);
 - `approximated`: it takes effect approximately, and a warning says how;
-- `ignored`: it is dropped without a word today. A parity gap: the cell says why, `kubetrain validate`
-  warns about it, and the backend should warn or refuse instead.
+- `ignored`: it has no meaning on that backend (an image or a node selector on this machine); the backend
+  runs the job and warns, naming the fields and why (`unused_warnings`), as `kubetrain validate` does.
 
 Each row carries a sample (assignments over `BASE`, a small job every backend runs) so the tests can hold
 the table to the code: a refused cell must produce a problem at the row's path, an honoured one none and a
@@ -28,12 +28,26 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...contract.choices import FLAVORS
 
-if TYPE_CHECKING:
-    from .observe import Observation
+
+class Observation(Protocol):
+    """What `observe.py` saw a backend make of a job (its `Observation`): declared here as a protocol, so
+    this module imports no backend (the local backend reads the table)."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def problems(self) -> list[Any]: ...
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    @property
+    def output(self) -> Any: ...
 
 KUBERNETES: tuple[str, ...] = FLAVORS
 """The Kubernetes flavors, in the registry's order."""
@@ -70,7 +84,8 @@ class Cell:
                 return f"✓ ({self.note})" if self.note else "✓ (the default)"
             notes = [n for n in (self.note, f"warns: {self.warns}" if self.warns else "") if n]
             return f"✓ ({'; '.join(notes)})" if notes else "✓"
-        return f"{self.verdict}: {self.note}" if self.note else self.verdict
+        label = "not used (warned)" if self.verdict == IGNORED else self.verdict
+        return f"{label}: {self.note}" if self.note else label
 
 
 def ok(note: str = "", *, warns: str = "", unchecked: str = "") -> Cell:
@@ -420,7 +435,8 @@ ROWS: list[Row] = [
         row("spec.runPolicy.activeDeadlineSeconds", {"spec.runPolicy.activeDeadlineSeconds": 3600},
             volcano=refused("Volcano has no deadline for a job")),
         row("spec.runPolicy.ttlSecondsAfterFinished", {"spec.runPolicy.ttlSecondsAfterFinished": 600},
-            local=ignored("a finished local job is kept until `kubetrain delete`")),
+            local=ok("a sweep deletes the finished job and its logs once it expires",
+                     unchecked="acts after the job ended: tests/local/test_parity.py runs a 1 s TTL")),
         row("spec.runPolicy.cleanPodPolicy", {"spec.runPolicy.cleanPodPolicy": "Running"}, when="Running",
             local=same("replicas still running are stopped when the job ends"),
             kube=same("the controller stops a finished job's running pods"), kubeflow=ok()),
@@ -606,6 +622,18 @@ def rows_for(document: Mapping[str, Any], backend: str, verdicts: tuple[str, ...
                 yield r, path
 
 
+def unused_warnings(document: Mapping[str, Any], backend: str) -> list[str]:
+    """One warning per reason for the fields `document` sets that `backend` does not use (its `ignored`
+    cells), each naming the fields: `not used locally (no scheduler locally: ...): spec.nodeSelector`."""
+    dropped: dict[str, list[str]] = {}  # why → the fields, each once (not a mount's fields after the mount)
+    for r, where in rows_for(document, backend, (IGNORED,)):
+        paths = dropped.setdefault(r.cell_at(backend, where).note, [])
+        if not any(where.startswith((p + ".", p + "[")) for p in paths):
+            paths.append(where)
+    on = "locally" if backend == "local" else f"by the {backend} flavor"
+    return [f"not used {on} ({why}): {', '.join(paths)}" for why, paths in dropped.items()]
+
+
 def row_of(key: str) -> Row:
     for r in ROWS:
         if r.key == key:
@@ -646,8 +674,9 @@ def discrepancies(row_: Row, backend: str, seen: Observation, before: Observatio
     elif cell.verdict == IGNORED:
         if changed:
             out.append("it takes effect (what would run changes)")
-        if warned:
-            out.append(f"a warning names it: {warned[0]}")
+        # The baseline may set the field too (every sample has an image): any warning naming it will do.
+        if not any(mentions(w, path, cell.mentions) for w in seen.warnings):
+            out.append(f"no warning says {path} is not used")
     elif cell.same and changed:
         out.append("it changes what would run, but the table says that is what happens without it")
     elif not cell.same and not changed:
@@ -718,8 +747,8 @@ def markdown() -> str:
         "- ✓: honoured; ✓ (the default): what it asks for is what the backend does anyway.",
         "- refused: the backend refuses the job, naming the field's path and the backends that can run it.",
         "- approximated: it runs, with a warning that says how.",
-        "- ignored: dropped without a warning today: a gap to close (warn or refuse). `kubetrain validate`",
-        "  warns about it.",
+        "- not used: it has no meaning on that backend; the job runs, and a warning names the field and why",
+        "  (at run time and in `kubetrain validate`).",
         "",
         "A role's setting (`spec.roles.<role>.image`) means what the job's does, at the role's path.",
         "",
@@ -751,7 +780,8 @@ def _counts_table() -> str:
     table = counts()
     lines = ["| rows | " + " | ".join(BACKENDS) + " |", "|---|" + "---|" * len(BACKENDS)]
     for verdict in VERDICTS:
-        lines.append(f"| {verdict} | " + " | ".join(str(table[b][verdict]) for b in BACKENDS) + " |")
+        label = "not used (warned)" if verdict == IGNORED else verdict
+        lines.append(f"| {label} | " + " | ".join(str(table[b][verdict]) for b in BACKENDS) + " |")
     return "\n".join(lines)
 
 
@@ -786,5 +816,6 @@ __all__ = [
     "sample_document",
     "schema_fields",
     "set_fields",
+    "unused_warnings",
 ]
 

@@ -103,22 +103,13 @@ def _check_kubernetes(path: str, job: TrainJob, flavor: str | None, *, quiet: bo
 def _report(path: str, backend: str, job: TrainJob, seen: Observation, *, quiet: bool, fatal: bool) -> None:
     """A backend's refusals (always printed; `fatal`: as an error), else its warnings and the fields it
     would drop silently."""
-    from ...backends.parity import IGNORED, rows_for
-
     if seen.refused:
         count = f"{len(seen.problems)} problems" if len(seen.problems) > 1 else "1 problem"
         lines = [f"{'error: ' if fatal else ''}{path}: {backend} refuses {job.name} ({count}):"]
         lines += ["  " + str(problem).replace("\n", "\n  ") for problem in seen.problems]
         print("\n".join(lines), file=sys.stderr)
         return
-    warnings = list(seen.warnings)
-    dropped: dict[str, list[str]] = {}  # why → the fields, each once (not a mount's fields after the mount)
-    for row, where in rows_for(job.to_dict(), seen.backend, (IGNORED,)):
-        paths = dropped.setdefault(row.cell_at(seen.backend, where).note, [])
-        if not any(where.startswith((p + ".", p + "[")) for p in paths):
-            paths.append(where)
-    for why, paths in dropped.items():
-        warnings.append(f"not used by {backend} ({why}): {', '.join(paths)}; see docs/parity.md")
+    warnings = list(seen.warnings)  # the local ones include the fields it does not use (docs/parity.md)
     say(f"{path}: {backend} runs {job.name}" + (f", with {len(warnings)} warning(s):" if warnings else ""),
         quiet=quiet and not warnings)
     for warning in warnings:
