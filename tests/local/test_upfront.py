@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,20 @@ def test_an_env_name_no_shell_can_hold_runs_with_a_warning(tmp_path: Path) -> No
     assert "got x" in result.stdout
     assert "spec.env[0].name: 'my.var' is not a shell variable name" in result.stderr
     assert "GOOD" not in result.stderr
+
+
+def test_attach_print_emits_only_what_a_shell_can_run(tmp_path: Path) -> None:
+    """`attach --print` is pasted into a shell: a name like `my.var` must not become `export my.var=x`."""
+    write(tmp_path / "show.py", "print('hi')\n")
+    path = job_file(tmp_path, generic(["show.py"], replicas=1, env={"my.var": "x y", "GOOD": "y"}))
+    assert cli("run", path).returncode == 0
+    job_id = cli("list", "-o", "name").stdout.split()[0]
+    printed = cli("attach", job_id, "--print")
+    assert printed.returncode == 0, printed.stderr
+    assert "export my.var" not in printed.stdout and "export GOOD=y" in printed.stdout
+    assert "env 'my.var=x y'" in printed.stdout
+    check = subprocess.run(["sh", "-n"], input=printed.stdout, text=True, capture_output=True)
+    assert check.returncode == 0, check.stderr  # the whole script parses
 
 
 def test_resume_refuses_a_script_replaced_by_a_binary_while_suspended(tmp_path: Path) -> None:

@@ -243,7 +243,8 @@ class Supervisor:
                     reason="DebugHold" if self.debug else None,
                 )
         reason = "DebugHold" if self.debug else "Started"
-        message = "replicas hold their program: kubetrain attach" if self.debug else f"{len(started)} processes"
+        count = f"{len(started)} process" + ("" if len(started) == 1 else "es")
+        message = "replicas hold their program: kubetrain attach" if self.debug else count
         store.set_job_phase(
             job_id,
             JobPhase.RUNNING,

@@ -38,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
     cwd = record.cwd or os.getcwd()
     if args.print:
         for name, value in sorted(chosen.env.items()):
-            print(f"export {name}={shlex.quote(value)}")
+            if name.isidentifier() and name.isascii():
+                print(f"export {name}={shlex.quote(value)}")
+            else:  # a name no shell can export (`my.var`): the program gets it; a shell only through env(1)
+                print(f"# not a shell name, run the program with: env {shlex.quote(f'{name}={value}')} ...")
         print(f"cd {shlex.quote(cwd)}")
         print(command)
         return 0
