@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..options import add_backend, add_output, non_negative, open_backend_for
+from ..options import add_backend, add_output, backend_of, non_negative, open_backend_for
 from ..output import print_jobs
 
 
@@ -16,9 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import options
-
-    extra = {"all_namespaces": True} if args.all_namespaces and options.backend_of(args) != "local" else {}
+    extra = {"all_namespaces": True} if args.all_namespaces and backend_of(args) != "local" else {}
     with open_backend_for(args, **extra) as backend:
         print_jobs(backend.list(limit=args.limit), args.output)
     return 0

@@ -19,6 +19,7 @@ from ..options import (
     add_overrides,
     add_raw,
     backend_flags,
+    backend_of,
     open_backend_for,
 )
 from ..output import emit, say
@@ -130,9 +131,7 @@ def load_job(args: argparse.Namespace) -> TrainJob:
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     """What `run` adds to the backend's options: the local preload, the Kubernetes flavor."""
-    from .. import options
-
-    if options.backend_of(args) == "local":
+    if backend_of(args) == "local":
         return {"preload": preload_modules(args.preload)}
     return {"flavor": args.flavor}
 
