@@ -20,6 +20,7 @@ from typing import Any
 
 from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
 from .jobspec import JobSpec, ReplicaSettings, TrainJob
+from .jobspec.pod_template import with_template_defaults
 from .restart_policy import RestartRules
 
 FILES_DIR_PLACEHOLDER = "/etc/kubetrain"
@@ -188,11 +189,17 @@ def restart_rules(spec: JobSpec, roles: Iterable[str]) -> RestartRules:
 
 
 def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
-    """What one replica of `role` gets: the job's settings with the role's merged over them."""
+    """What one replica of `role` gets: the job's settings with the role's merged over them, completed from
+    the podTemplate's main container where they set nothing (its command and args as the program, its image,
+    env and workingDir: `jobspec.pod_template.with_template_defaults`), so every backend runs the same."""
     if spec.roles is not None and role not in spec.roles:
         # A role the framework implies (MPI's launcher) takes the job-level settings, not another role's.
-        return ReplicaSettings.model_validate({name: getattr(spec, name) for name in ReplicaSettings.model_fields})
-    return spec.role_settings(role)
+        settings = ReplicaSettings.model_validate(
+            {name: getattr(spec, name) for name in ReplicaSettings.model_fields}
+        )
+    else:
+        settings = spec.role_settings(role)
+    return with_template_defaults(settings)
 
 
 def _replica(role: str, index: int, wiring: RoleWiring, topology: Topology, settings: ReplicaSettings) -> ReplicaPlan:

@@ -25,6 +25,7 @@ from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
 from .frameworks import ELASTIC_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
+from .pod_template import PodTemplate, has_args_only, template_program
 from .resources import ResourceList, Resources
 from .types import (
     INT32_MAX,
@@ -388,6 +389,23 @@ class ReplicaSettings(PodOptions):
     """Volumes: objects or TorchX strings `type=bind|volume|device,src=..,dst=..[,readonly]`."""
     ports: list[Port] | None = None
     security: Security | None = None
+    pod_template: PodTemplate | None = None
+    """A Kubernetes PodTemplateSpec ({metadata: {labels, annotations}, spec: {<PodSpec>}}) under what kubetrain
+    renders: the escape hatch for what the job does not type (imagePullSecrets, sidecars, init containers,
+    other volume types, probes, hostAliases, ...). A role's replaces the job's. Precedence, on Kubernetes:
+    the template is the base and kubetrain's pod goes on top. Labels and annotations merge (kubetrain's keys
+    win); pod spec fields kubetrain does not set are kept; lists merge by their Kubernetes keys, kubetrain's
+    item winning on a clash (containers and volumes by name, env by name, volumeMounts by mountPath, ports
+    by containerPort; tolerations appended). The MAIN container is the template's container named `main`
+    (or the training operator's name: pytorch, tensorflow, mpi, jax), else its first: kubetrain's container
+    is merged into it and comes first; what kubetrain does not set there (probes, lifecycle, volumeMounts,
+    resources) is kept. Its command + args are the program (as run.exec) and its image, env (under the
+    job's) and workingDir apply where the job sets none, on every backend. Security defaults (no privilege
+    escalation, ALL capabilities dropped, RuntimeDefault seccomp, no service account token) apply where the
+    template sets nothing; a field it sets is kept unless `security` sets it too, and each relaxation
+    (privileged, allowPrivilegeEscalation, capabilities added, hostPath, hostNetwork/hostPID/hostIPC,
+    runAsUser 0, seccomp Unconfined) is warned with its path. Locally only the main container's command,
+    args, env and workingDir are used; the rest is warned as not used."""
 
     @field_validator("procs_per_replica")
     @classmethod
@@ -483,10 +501,12 @@ class JobSpec(ReplicaSettings):
                 problems.append(
                     FieldError(("roles", name, "replicas"), f"a {name} runs as exactly 1 replica", role.replicas, True)
                 )
-            if self.run is None and role.run is None:
-                problems.append(FieldError(("roles", name, "run"), "nothing to run: set spec.run or this role's run"))
-        if self.roles is None and self.run is None:
-            problems.append(FieldError(("run",), "nothing to run", hint="run: {python: [train.py]}"))
+            template = role.pod_template if "pod_template" in role.model_fields_set else self.pod_template
+            if self.run is None and role.run is None and template_program(template) is None:
+                problems.append(_nothing_to_run(("roles", name, "run"), template,
+                                                "nothing to run: set spec.run or this role's run"))
+        if self.roles is None and self.run is None and template_program(self.pod_template) is None:
+            problems.append(_nothing_to_run(("run",), self.pod_template, "nothing to run"))
         if self.roles is not None:
             problems += _framework_role_rules(self.framework, self.roles)
         if self.elastic is not None:
@@ -616,6 +636,14 @@ class JobSpec(ReplicaSettings):
         return merge_settings(self, self.roles[role])
 
 
+def _nothing_to_run(path: tuple[str, ...], template: Any, message: str) -> FieldError:
+    if has_args_only(template):
+        return FieldError(path, message + " (the podTemplate's main container has args but no command: they "
+                          "would go to the image's entrypoint, which kubetrain does not know)",
+                          hint="give the main container a command, or set run")
+    return FieldError(path, message, hint="run: {python: [train.py]}, or a command in podTemplate's main container")
+
+
 _SETTINGS_FIELDS = tuple(ReplicaSettings.model_fields)
 
 
@@ -625,7 +653,7 @@ def _settings_dict(obj: ReplicaSettings) -> dict[str, Any]:
 
 def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaSettings:
     """Role over job: scalars replaced, maps merged, env merged by name, lists appended, objects field-wise,
-    affinity per kind (`_merge_affinity`)."""
+    affinity per kind (`_merge_affinity`), a podTemplate replaced whole."""
     merged = _settings_dict(base)
     for name in override.model_fields_set:
         if name not in merged or name == "replicas":
@@ -633,6 +661,8 @@ def merge_settings(base: ReplicaSettings, override: ReplicaSettings) -> ReplicaS
         new, old = getattr(override, name), merged[name]
         if new is None or old is None:
             merged[name] = new if new is not None else old
+        elif name == "pod_template":  # a whole pod template: the role's replaces the job's
+            merged[name] = new
         elif name == "affinity":
             merged[name] = _merge_affinity(old, new)
         elif name == "env":

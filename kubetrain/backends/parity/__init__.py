@@ -287,6 +287,10 @@ ROWS: list[Row] = [
             local=approx("not set locally", mentions="envFrom")),
         row("spec.serviceAccount", {"spec.serviceAccount": "trainer"}, local=ignored(_NO_K8S)),
         row("spec.apiAccess", {"spec.apiAccess": True}, local=ignored("no Kubernetes API locally")),
+        row("spec.podTemplate", {"spec.podTemplate": {"metadata": {"labels": {"team": "vision"}},
+                                                      "spec": {"imagePullSecrets": [{"name": "registry"}]}}},
+            local=ignored("a pod template is for Kubernetes pods: locally only its main container's command, "
+                          "args, env and workingDir are used")),
         row("spec.tty", {"spec.tty": True}, local=ignored("output is piped; `kubetrain attach` gives a terminal")),
         row("spec.stdin", {"spec.stdin": True}, local=ignored("stdin is not connected")),
     ]),
@@ -601,7 +605,7 @@ def _opaque(schema_path: str) -> bool:
 
 
 _OPAQUE = {"labels", "annotations", "nodeSelector", "affinity", "requests", "limits", "extendedResources",
-           "capabilities", "items", "env", "envFrom", "tolerations", "run"}
+           "capabilities", "items", "env", "envFrom", "tolerations", "run", "podTemplate"}
 
 
 def rows_for(document: Mapping[str, Any], backend: str, verdicts: tuple[str, ...] = VERDICTS) -> Iterator[

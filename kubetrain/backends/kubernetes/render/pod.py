@@ -16,8 +16,16 @@ from typing import Any
 from ....contract.expansion import escape, references
 from ....frameworks import is_static
 from ....jobspec import Security
+from ....jobspec.errors import format_path
 from ....jobspec.kube_models import kube_to_dict
-from ....jobspec.model import ReplicaSettings
+from ....jobspec.model import ReplicaSettings, Run
+from ....jobspec.pod_template import (
+    MAIN_CONTAINER_NAMES,
+    has_args_only,
+    main_container_index,
+    relaxations,
+    template_program,
+)
 from .context import INDEX_LABEL, Ctx, RoleView
 from .entrypoint import (
     DEBUG_DIR,
@@ -28,6 +36,7 @@ from .entrypoint import (
     script,
     value_expr,
 )
+from .pod_template_merge import Fixed, merge_pod_template
 from .resources import ResourcePlan, resource_plan
 from .volumes import VolumePlan, volume_plan
 
@@ -47,7 +56,7 @@ class PodStyle:
     engine_overrides: tuple[str, ...] = ()
     """Names (or `PREFIX*`) the engine appends to the container's env, overriding ours: the start-up
     script exports kubetrain's (or the user's) values for them again."""
-    container_name: str = "main"
+    container_name: str = MAIN_CONTAINER_NAMES[0]
     port_name: str = PORT_NAME
     restart_policy: str | None = "Never"
     subdomain: str | None = None
@@ -127,7 +136,60 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     annotations = pod_annotations(ctx, view, resources)
     if annotations:
         metadata["annotations"] = annotations
-    return {"metadata": metadata, "spec": spec}
+    rendered = {"metadata": metadata, "spec": spec}
+    if settings.pod_template is not None:
+        return with_pod_template(ctx, view, style, rendered, volumes)
+    return rendered
+
+
+# -- podTemplate -------------------------------------------------------------------------------------------
+
+# The securityContext fields each `security` field sets (pod level, container level).
+_POD_SECURITY = {
+    "seccomp_profile_type": ("seccompProfile",), "seccomp_localhost_profile": ("seccompProfile",),
+    "run_as_user": ("runAsUser", "runAsGroup"), "run_as_uid": ("runAsUser",), "run_as_gid": ("runAsGroup",),
+    "run_as_non_root": ("runAsNonRoot",), "supplemental_groups": ("supplementalGroups",),
+}
+_CONTAINER_SECURITY = {
+    "privileged": ("privileged", "allowPrivilegeEscalation"),
+    "allow_privilege_escalation": ("allowPrivilegeEscalation",),
+    "capabilities": ("capabilities",), "read_only_root_filesystem": ("readOnlyRootFilesystem",),
+}
+
+
+def with_pod_template(
+    ctx: Ctx, view: RoleView, style: PodStyle, rendered: dict[str, Any], volumes: VolumePlan
+) -> dict[str, Any]:
+    """The role's podTemplate under `rendered` (`pod_template_merge`), with a warning for each security
+    default it relaxes and for a command or args of its main container that the job's `run` replaces."""
+    template: dict[str, Any] = view.settings.pod_template or {}
+    sec = view.settings.security
+    given = set(sec.model_fields_set) if sec is not None else set()
+    pod = {key for name in given & set(_POD_SECURITY) for key in _POD_SECURITY[name]}
+    container = {key for name in given & set(_CONTAINER_SECURITY) for key in _CONTAINER_SECURITY[name]}
+    if volumes.privileged_by:
+        container |= {"privileged", "allowPrivilegeEscalation"}
+    automount = bool(ctx.spec.service_account) or ctx.options.api_access or style.automount_token is not None
+    fixed = Fixed(frozenset(pod), frozenset(container), automount)
+    where = ctx.where(view.role, "pod_template")
+    main = main_container_index(template)
+    for path, what in relaxations(template):
+        if _kept_out(path, main, fixed):
+            continue
+        ctx.warn(f"{format_path((*where, *path))}: the pod template RELAXES kubetrain's security defaults: {what}")
+    program = template_program(template)
+    if main is not None and (program is not None or has_args_only(template)) and view.settings.run != (
+            Run(exec=program) if program is not None else None):
+        ctx.warn(f"{format_path((*where, 'spec', 'containers', main))}: its command and args are not used: "
+                 f"{format_path(ctx.where(view.role, 'run'))} is the program (a job's run comes first)")
+    return merge_pod_template(template, rendered, fixed)
+
+
+def _kept_out(path: tuple[str | int, ...], main: int | None, fixed: Fixed) -> bool:
+    """A template setting the job's own `security` overrides (so it does not take effect)."""
+    if path[:2] == ("spec", "securityContext"):
+        return path[2] in fixed.pod
+    return path[:3] == ("spec", "containers", main) and path[3] == "securityContext" and path[4] in fixed.container
 
 
 # -- env ---------------------------------------------------------------------------------------------
@@ -373,4 +435,4 @@ def pod_annotations(ctx: Ctx, view: RoleView, resources: ResourcePlan) -> dict[s
     return annotations
 
 
-__all__ = ["PORT_NAME", "PodStyle", "container_env", "pod_template"]
+__all__ = ["PORT_NAME", "PodStyle", "container_env", "pod_template", "with_pod_template"]
