@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from ..contract.labels import RESERVED_LABELS
 from ..contract.naming import is_env_name, is_label_key, is_label_value
 from .errors import FieldError, Path, SpecError, did_you_mean
 from .kube_models import _convert, kube_to_dict, model_class, to_kube_model
@@ -132,6 +133,24 @@ def _check_metadata(metadata: Any, errors: list[FieldError]) -> None:
                         hint="≤ 63 alphanumerics, '-', '_', '.', starting and ending alphanumeric",
                     )
                 )
+        errors.extend(reserved_key_errors(item, path))
+
+
+def reserved_key_errors(given: Mapping[str, Any], path: Path) -> list[FieldError]:
+    """kubetrain's own keys (`contract.labels.RESERVED_LABELS`: managed-by and the job, role and replica
+    index that select and order a job's pods) in `given`, labels or annotations at `path`. The render
+    refuses them in `metadata.labels` and `labels` with the same message; a template's metadata merges under
+    kubetrain's, so a label given there would be silently replaced, and an annotation would be read as the
+    pod's replica index by the resolver and the status (`contract.labels.INDEX_KEYS`)."""
+    return [
+        FieldError(
+            (*path, key),
+            "is set by kubetrain and cannot be given",
+            hint="kubetrain selects and orders the job's pods by its own keys; use a key of your own",
+        )
+        for key in RESERVED_LABELS
+        if key in given
+    ]
 
 
 def _check_spec(spec: Any, path: Path, errors: list[FieldError]) -> None:
@@ -423,6 +442,7 @@ __all__ = [
     "main_container",
     "main_container_index",
     "relaxations",
+    "reserved_key_errors",
     "template_program",
     "template_working_dir",
     "with_template_defaults",

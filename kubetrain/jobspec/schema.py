@@ -48,23 +48,12 @@ class FieldDoc:
 
 
 def explain(path: str, schema: dict[str, Any] | None = None) -> FieldDoc:
-    """Describe the field at `path` ("spec.resources.gpu"); the root when empty."""
+    """Describe the field at `path` ("spec.resources.gpu"); the root when empty. A segment under a map is
+    one of its keys, any name, as kubectl explain walks maps: `spec.roles.worker.podTemplate`."""
     schema = schema or full_json_schema()
     defs = schema.get("$defs", {})
-    node = schema
     parts = [p for p in path.split(".") if p] if path else []
-    walked: list[str] = []
-    for part in parts:
-        props = _properties(node, defs)
-        if part not in props:
-            from .errors import did_you_mean
-
-            guess = did_you_mean(part, props)
-            where = ".".join(walked) or "TrainJob"
-            hint = f"did you mean '{guess}'?" if guess else f"fields of {where}: {', '.join(props) or 'none'}"
-            raise SpecError.single((*walked, part), "no such field", hint=hint)
-        node = props[part]
-        walked.append(part)
+    node, walked = _walk(schema, parts, [], defs)
     resolved = _deref(node, defs)
     children = [
         (name, type_name(sub, defs), _first_line(_deref(sub, defs).get("description") or sub.get("description", "")))
@@ -78,6 +67,55 @@ def explain(path: str, schema: dict[str, Any] | None = None) -> FieldDoc:
         has_default="default" in node,
         fields=children,
     )
+
+
+def _walk(
+    node: dict[str, Any], parts: list[str], walked: list[str], defs: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The schema node at `parts` below `node`. A segment is a field first (so `spec.roles.replicas` stays
+    the field every role has, as before), else, under a map, one of its keys: `spec.roles.worker`. Where
+    both readings exist and the field's leads nowhere (a role named `env`: `spec.roles.env.image`), the
+    key's is tried; if neither resolves, the field's error is the one told."""
+    if not parts:
+        return node, walked
+    part, rest = parts[0], parts[1:]
+    props = _properties(node, defs)
+    value = _map_value(node, defs)
+    if part in props:
+        try:
+            return _walk(props[part], rest, [*walked, part], defs)
+        except SpecError:
+            if value is None:
+                raise
+            try:
+                return _walk(value, rest, [*walked, part], defs)
+            except SpecError:
+                pass
+            raise  # the field's reading's error: what explain said before maps were walked
+    if value is not None:
+        return _walk(value, rest, [*walked, part], defs)
+    from .errors import did_you_mean
+
+    guess = did_you_mean(part, props)
+    where = ".".join(walked) or "TrainJob"
+    hint = f"did you mean '{guess}'?" if guess else f"fields of {where}: {', '.join(props) or 'none'}"
+    raise SpecError.single((*walked, part), "no such field", hint=hint)
+
+
+def _map_value(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema of a map's values when `node` is (or may be) a map of objects with fields, e.g.
+    `spec.roles` → RoleSpec. A key of a map of text or of anything (labels, env's {NAME: value}) names
+    no field, so it is not walked: `spec.env.image` stays "no such field"."""
+    node = _deref(node, defs)
+    for key in ("anyOf", "oneOf"):
+        for sub in node.get(key, []):
+            value = _map_value(sub, defs)
+            if value is not None:
+                return value
+    extra = node.get("additionalProperties")
+    if node.get("type") == "object" and isinstance(extra, dict) and "properties" not in node:
+        return extra if _properties(extra, defs) else None
+    return None
 
 
 def _deref(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

@@ -133,6 +133,52 @@ def test_container_names_are_unique_across_init_and_app_containers() -> None:
     assert error.paths == ["spec.podTemplate.spec.containers[0].name"]
 
 
+def test_kubetrains_own_label_and_annotation_keys_are_refused_where_written() -> None:
+    """The job, role and replica-index keys select and order the job's pods (an annotation is read as the
+    index too): a template's metadata merges under kubetrain's, so one given there is refused at load, with
+    its path and line, at the job's level and a role's, all at once."""
+    text = """\
+apiVersion: kubetrain.dev/v1alpha1
+kind: TrainJob
+metadata: {name: demo}
+spec:
+  framework: pytorch
+  run: {python: [train.py]}
+  podTemplate:
+    metadata:
+      labels: {team: vision, kubetrain.dev/job: other}
+  roles:
+    master: {}
+    worker:
+      replicas: 2
+      podTemplate:
+        metadata:
+          labels: {app.kubernetes.io/managed-by: me}
+          annotations: {example.com/owner: ml, kubetrain.dev/replica-index: "3"}
+"""
+    with pytest.raises(SpecError) as info:
+        load_text(text, source="job.yaml")
+    found = {(e.line, e.path, e.message) for e in info.value.errors}
+    refused = "is set by kubetrain and cannot be given"
+    assert found == {
+        (9, ("spec", "podTemplate", "metadata", "labels", "kubetrain.dev/job"), refused),
+        (16, ("spec", "roles", "worker", "podTemplate", "metadata", "labels", "app.kubernetes.io/managed-by"), refused),
+        (
+            17,
+            ("spec", "roles", "worker", "podTemplate", "metadata", "annotations", "kubetrain.dev/replica-index"),
+            refused,
+        ),
+    }
+    assert all("use a key of your own" in (e.hint or "") for e in info.value.errors)
+
+
+def test_other_keys_of_kubetrains_domain_are_a_templates_own() -> None:
+    """As in `metadata.labels`: only the keys kubetrain sets are refused, not the whole domain."""
+    template = {"metadata": {"labels": {"kubetrain.dev/team": "vision"}, "annotations": {"kubetrain.dev/owner": "ml"}}}
+    loaded = job({"replicas": 1, "run": {"python": ["train.py"]}, "podTemplate": template})
+    assert loaded.spec.pod_template["metadata"] == template["metadata"]
+
+
 def test_a_client_model_is_taken_as_its_api_form() -> None:
     model = client.V1PodTemplateSpec(
         spec=client.V1PodSpec(

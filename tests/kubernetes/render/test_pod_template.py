@@ -13,6 +13,8 @@ import yaml
 
 from kubetrain.backends.kubernetes.render import FLAVORS, Rendered, render_manifests
 from kubetrain.cli.main import main
+from kubetrain.contract.labels import RESERVED_LABELS
+from kubetrain.jobspec import SpecError
 from tests.support.kubelet import make_job, pod_templates
 from tests.support.manifest_schemas import assert_valid
 
@@ -20,7 +22,7 @@ IMAGE = "registry.example.com/train:1"
 
 TEMPLATE: dict[str, Any] = {
     "metadata": {
-        "labels": {"team": "vision", "kubetrain.dev/job": "not-this"},
+        "labels": {"team": "vision", "tier": "template"},
         "annotations": {"example.com/owner": "ml"},
     },
     "spec": {
@@ -65,6 +67,7 @@ SPEC: dict[str, Any] = {
     "mounts": [{"type": "emptyDir", "dst": "/scratch"}],
     "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
     "resources": {"cpu": 2},
+    "labels": {"tier": "job"},
     "podTemplate": TEMPLATE,
 }
 
@@ -107,7 +110,8 @@ def test_kubetrains_values_win_and_lists_merge_by_their_keys() -> None:
     pod = worker(rendered(SPEC))
     spec = pod["spec"]
     main_container = spec["containers"][0]
-    assert pod["metadata"]["labels"]["kubetrain.dev/job"] == "demo"  # kubetrain's label keys win
+    assert pod["metadata"]["labels"]["tier"] == "job"  # the job's label keys win
+    assert pod["metadata"]["labels"]["kubetrain.dev/job"] == "demo"
     assert main_container["image"] == IMAGE  # the job's image over the template's
     assert main_container["args"] == ["python", "train.py"]
     env = by(main_container["env"], "name")
@@ -184,6 +188,123 @@ def test_security_defaults_apply_to_every_container_the_template_leaves_open() -
         assert container["securityContext"] == locked, container["name"]
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert spec["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize("key", RESERVED_LABELS)
+def test_a_template_gives_none_of_kubetrains_labels_as_the_job_may_not(key: str) -> None:
+    """One rule, one message: refused in the template when loaded, as the render refuses it in `labels`."""
+    with pytest.raises(SpecError) as in_template:
+        make_job({**SPEC, "podTemplate": {"metadata": {"labels": {key: "x"}}}})
+    with pytest.raises(SpecError) as in_labels:
+        render_manifests(make_job({**SPEC, "labels": {key: "x"}}), "job")
+    (template_error,) = in_template.value.errors
+    (labels_error,) = in_labels.value.errors
+    assert template_error.path == ("spec", "podTemplate", "metadata", "labels", key)
+    assert labels_error.path == ("spec", "labels", key)
+    assert template_error.message == labels_error.message
+
+
+# -- port names ------------------------------------------------------------------------------------------
+
+# The port name kubetrain gives the framework's port: the training operator finds its port by its own name.
+FRAMEWORK_PORT_NAME = {"kubeflow": "pytorchjob-port"}
+
+
+def main_ports(result: Rendered) -> dict[int, dict[str, Any]]:
+    ports = worker(result)["spec"]["containers"][0]["ports"]
+    names = [p["name"] for p in ports if "name" in p]
+    assert len(names) == len(set(names)), f"the API server refuses a container with two ports of one name: {ports}"
+    return by(ports, "containerPort")
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_a_template_port_named_as_kubetrains_is_renamed_with_its_references(flavor: str) -> None:
+    """A template written for any flavor: the port named as this flavor's framework port (on another number)
+    is renamed, and its probe follows it; the name only another flavor uses is kept."""
+    ours = FRAMEWORK_PORT_NAME.get(flavor, "kubetrain")
+    other = "kubetrain" if ours != "kubetrain" else "pytorchjob-port"
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "ports": [{"name": ours, "containerPort": 8080}, {"name": other, "containerPort": 8081}],
+                    "readinessProbe": {"httpGet": {"path": "/ready", "port": ours}},
+                    "livenessProbe": {"tcpSocket": {"port": other}},
+                }
+            ]
+        }
+    }
+    result = rendered({**SPEC, "podTemplate": template}, flavor)
+    ports = main_ports(result)
+    assert ports[29500]["name"] == ours  # kubetrain's name stays on the framework's port
+    assert ports[8080]["name"] == "port-8080"
+    assert ports[8081]["name"] == other
+    main_container = worker(result)["spec"]["containers"][0]
+    assert main_container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "port-8080"}
+    assert main_container["livenessProbe"]["tcpSocket"] == {"port": other}
+
+
+def test_a_template_port_named_as_a_job_port_is_renamed_to_a_free_name() -> None:
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "ports": [
+                        {"name": "tensorboard", "containerPort": 7007},
+                        {"name": "port-7007", "containerPort": 7008},
+                    ],
+                    "lifecycle": {"preStop": {"httpGet": {"path": "/drain", "port": "tensorboard"}}},
+                }
+            ]
+        }
+    }
+    result = rendered({**SPEC, "podTemplate": template})  # the job's port 6006 is named tensorboard
+    ports = main_ports(result)
+    assert ports[6006]["name"] == "tensorboard"
+    assert ports[7007]["name"] == "port-7007-2"
+    assert ports[7008]["name"] == "port-7007"
+    lifecycle = worker(result)["spec"]["containers"][0]["lifecycle"]
+    assert lifecycle["preStop"]["httpGet"]["port"] == "port-7007-2"
+
+
+def test_a_reference_to_a_template_port_kubetrain_replaces_follows_kubetrains_name() -> None:
+    """The same number is the same port: kubetrain's item replaces the template's, and the template's probe,
+    which named the port its own way, now names it kubetrain's way."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "ports": [{"name": "rendezvous", "containerPort": 29500}],
+                    "startupProbe": {"tcpSocket": {"port": "rendezvous"}},
+                }
+            ]
+        }
+    }
+    result = rendered({**SPEC, "podTemplate": template})
+    assert main_ports(result)[29500]["name"] == "kubetrain"
+    assert worker(result)["spec"]["containers"][0]["startupProbe"] == {"tcpSocket": {"port": "kubetrain"}}
+
+
+def test_a_sidecar_port_keeps_its_name() -> None:
+    """The API server refuses two ports of one name in one container; in another container the template's
+    port is left as written (the main container comes first, so a lookup by name finds kubetrain's)."""
+    template = {
+        "spec": {
+            "containers": [
+                {"name": "main"},
+                {
+                    "name": "proxy",
+                    "image": "registry.example.com/proxy:1",
+                    "ports": [{"name": "kubetrain", "containerPort": 8080}],
+                },
+            ]
+        }
+    }
+    _, proxy = worker(rendered({**SPEC, "podTemplate": template}))["spec"]["containers"]
+    assert proxy["ports"] == [{"name": "kubetrain", "containerPort": 8080}]
 
 
 RELAXING: dict[str, Any] = {

@@ -13,6 +13,7 @@ goes on top.
   image, command, args, env and workingDir (the planner already took the template's env, image and workingDir
   where the job set none, and its command and args as the program); ports by containerPort, volumeMounts by
   mountPath, envFrom appended, resources per name; what kubetrain does not set (probes, lifecycle, ...) kept.
+  A template port named as one of kubetrain's on another number is renamed (`with_port_names_free`).
 - security: kubetrain's defaults (no privilege escalation, every capability dropped, RuntimeDefault seccomp,
   no service account token) apply where the template sets nothing, on every container of the pod; a field
   the template sets is kept, unless the job's own `security` sets it too (`Fixed`). Capabilities merge: the
@@ -97,6 +98,7 @@ def _containers(theirs: list[Manifest], ours: list[Manifest], fixed: Fixed, main
 
 def merge_container(theirs: Mapping[str, Any], ours: Mapping[str, Any], fixed: frozenset[str]) -> Manifest:
     """kubetrain's main container over the template's."""
+    theirs = with_port_names_free(theirs, ours.get("ports") or [])
     out: Manifest = {}
     for key, value in ours.items():
         mine = theirs.get(key)
@@ -125,6 +127,76 @@ def merge_container(theirs: Mapping[str, Any], ours: Mapping[str, Any], fixed: f
 _FROM_THE_PLAN = ("name", "image", "command", "args", "env", "workingDir")
 """The main container's fields kubetrain always takes from the plan, which already holds the template's
 where the job sets none: the template's values would only repeat or contradict it."""
+
+
+# -- port names ----------------------------------------------------------------------------------------
+#
+# The API server refuses a container with two ports of one name. The main container holds kubetrain's ports
+# (the framework's, named `kubetrain` or the training operator's `<kind>job-port`, and the job's `ports`)
+# merged with the template's by containerPort, so a template port named as one of kubetrain's on another
+# number would make the pod unacceptable. kubetrain RENAMES the template's port instead of refusing the
+# job: which names kubetrain takes depends on the flavor (kubeflow's operator finds its port by its own
+# name) and on the framework's port, neither of which a template knows when it is written (a base file, a
+# template converted from another kind, one template for every flavor), so a check at load would refuse
+# templates that render fine elsewhere. kubetrain's name stays: the training operator finds its port by
+# it, and a name in the job's `ports` is the user's choice, written in the job itself. The template's port
+# becomes `port-<containerPort>` (`-2`, `-3`... if that is taken too), and the template's own references
+# to the old name in that container (probes', lifecycle hooks' port) follow it, as do references to a
+# template port that kubetrain's item of the same number replaces: a name the template gave keeps
+# pointing at the port it named.
+
+_PORT_REFERENCES = (
+    ("livenessProbe",),
+    ("readinessProbe",),
+    ("startupProbe",),
+    ("lifecycle", "postStart"),
+    ("lifecycle", "preStop"),
+)
+"""Where a container refers to one of its ports by name (each with `httpGet.port` or `tcpSocket.port`)."""
+
+
+def with_port_names_free(theirs: Mapping[str, Any], ours: Sequence[Mapping[str, Any]]) -> Manifest:
+    """The template's main container with no port named as one of kubetrain's `ours` on another number."""
+    numbers = {port.get("containerPort"): port.get("name") for port in ours}
+    taken = {port["name"] for port in ours if port.get("name")}
+    used = taken | {port["name"] for port in theirs.get("ports") or [] if port.get("name")}
+    renames: dict[str, str] = {}
+    ports: list[Manifest] = []
+    for port in theirs.get("ports") or []:
+        name, number = port.get("name"), port.get("containerPort")
+        item: Manifest = dict(port)
+        if number in numbers:  # kubetrain's item replaces it: references follow kubetrain's name
+            replaced_by = numbers[number]
+            if name and replaced_by and replaced_by != name:
+                renames[name] = str(replaced_by)
+        elif name in taken:
+            item["name"] = renames[name] = _free_port_name(number, used)
+            used.add(item["name"])
+        ports.append(item)
+    if not renames:
+        return dict(theirs)
+    out = copy.deepcopy(dict(theirs))
+    out["ports"] = ports
+    for path in _PORT_REFERENCES:
+        handler: Any = out
+        for key in path:
+            handler = handler.get(key) if isinstance(handler, Mapping) else None
+        for action in ("httpGet", "tcpSocket"):
+            target = handler.get(action) if isinstance(handler, Mapping) else None
+            if isinstance(target, dict) and isinstance(target.get("port"), str) and target["port"] in renames:
+                target["port"] = renames[target["port"]]
+    return out
+
+
+def _free_port_name(number: Any, used: set[str]) -> str:
+    """`port-<number>`, else `port-<number>-2`, ...: an IANA service name (≤ 15 characters: a port number
+    has at most 5 digits) that no port of the container has."""
+    base = f"port-{number}" if isinstance(number, int) else "port"
+    candidate, n = base, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
 
 
 def secure_container(container: Mapping[str, Any]) -> Manifest:
@@ -189,4 +261,5 @@ __all__ = [
     "merge_context",
     "merge_pod_template",
     "secure_container",
+    "with_port_names_free",
 ]
