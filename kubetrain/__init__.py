@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from .backends.local.store import StoreError
     from .contract.errors import KubetrainError, UsageError
     from .contract.logs import LogRecord, LogSink
+    from .foreign import Conversion, convert
+    from .foreign.torchx import from_torchx
     from .jobspec import (
         DistributedConfig,
         JobSpec,
@@ -58,6 +60,9 @@ _EXPORTS = {
     "load_file": "jobspec",
     "load_text": "jobspec",
     "from_dict": "jobspec",
+    "from_torchx": "foreign.torchx",
+    "Conversion": "foreign",
+    "convert": "foreign",
     "plan": "plan",
     "Plan": "plan",
     "JobStatus": "status",
@@ -66,6 +71,7 @@ _EXPORTS = {
 
 __all__ = [
     "Backend",
+    "Conversion",
     "DistributedConfig",
     "JobPhase",
     "JobSpec",
@@ -86,7 +92,9 @@ __all__ = [
     "StoreError",
     "TrainJob",
     "UsageError",
+    "convert",
     "from_dict",
+    "from_torchx",
     "load",
     "load_file",
     "load_text",
@@ -104,10 +112,12 @@ def __getattr__(name: str) -> Any:
 
 
 def load(path: str, *, overrides: list[str] | None = None) -> TrainJob:
-    """Read a TrainJob YAML file (templates resolved, `--set`-style overrides applied, validated)."""
-    from .jobspec import load_file
+    """Read a job file (templates resolved, `--set`-style overrides applied, validated): a TrainJob, or a foreign
+    kind kubetrain converts (DeepSpeedJob, TrainingWorkload, Kubeflow jobs, JobSet, Volcano Job); `convert` gives
+    a foreign document's notes too."""
+    from .foreign.loader import load_job_file
 
-    return load_file(path, overrides=overrides or [])
+    return load_job_file(path, overrides=overrides or [])[0]
 
 
 def render(job: TrainJob, flavor: str = DEFAULT_FLAVOR, namespace: str | None = None) -> list[dict[str, Any]]:

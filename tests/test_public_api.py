@@ -16,6 +16,7 @@ from kubetrain.frameworks import FRAMEWORKS
 
 PUBLIC = [
     "Backend",
+    "Conversion",
     "DistributedConfig",
     "JobPhase",
     "JobSpec",
@@ -36,7 +37,9 @@ PUBLIC = [
     "StoreError",
     "TrainJob",
     "UsageError",
+    "convert",
     "from_dict",
+    "from_torchx",
     "load",
     "load_file",
     "load_text",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_FLAVOR, FLAVOR
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
+    from ..jobspec import TrainJob
 
 
 def non_negative(text: str) -> int:
@@ -103,6 +105,18 @@ def backend_flags(args: argparse.Namespace) -> str:
     return " " + shlex.join(words)
 
 
+def load_job_file(path: str, overrides: Sequence[str] = ()) -> TrainJob:
+    """The job in `path`: a TrainJob, or a foreign kind (DeepSpeedJob, TrainingWorkload, Kubeflow job, ...)
+    converted, with a warning line on stderr for each of its fields approximated or not taken."""
+    from ..foreign.loader import load_job_file as load
+
+    job, conversion = load(path, overrides=overrides)
+    if conversion is not None:
+        for line in conversion.warnings():
+            print(f"warning: {line}", file=sys.stderr)
+    return job
+
+
 __all__ = [
     "DEFAULT_FLAVOR_HELP",
     "add_backend",
@@ -112,6 +126,7 @@ __all__ = [
     "add_raw",
     "backend_flags",
     "backend_of",
+    "load_job_file",
     "non_negative",
     "open_backend_for",
 ]

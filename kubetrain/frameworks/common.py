@@ -66,6 +66,9 @@ class FrameworkSupport:
     """Roles the framework adds when the spec has none of that name (MPI's `launcher`: 1), placed first."""
     kubeflow: KubeflowKind | None = None
     """The training operator's kind, if it has one for this framework."""
+    program_role: str | None = None
+    """The one role whose replica runs the user's program, when only one does (MPI's launcher: its mpirun
+    starts the ranks on the other roles, which run no program of their own). None: every role runs it."""
     preload: tuple[str, ...] = ()
     """Modules the local backend imports once in a process that then forks the Python replicas. torch may
     be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);

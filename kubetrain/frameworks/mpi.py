@@ -47,4 +47,5 @@ def wire(ctx: WireContext) -> RoleWiring:
 
 
 SUPPORT = FrameworkSupport(Framework.MPI, wire, default_port=2222, implied_roles={LAUNCHER: 1},
-                           kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"))
+                           kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"),
+                           program_role=LAUNCHER)

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from ..contract import env_names
 from .convert import convert_validation_error
 from .errors import FieldError, Path, SpecError
-from .model import TrainJob
+from .foreign_names import foreign_lookalike, foreign_name_of
+from .model import API_VERSION, KIND, TrainJob
 from .mounts import parse_mount_string
 from .yaml_source import NO_LOCATION, Located, parse_scalar, parse_yaml
 
@@ -340,6 +341,9 @@ def apply_override(doc: Located, text: str, index: int = 0) -> None:
 
 def validate(doc: Located) -> TrainJob:
     data = doc.data
+    foreign = _foreign_problem(data)
+    if foreign is not None:  # one line that says what the file is, not a did-you-mean per field
+        raise SpecError([_locate(doc, foreign)])
     problems = _header_problems(data)
     if problems:
         raise SpecError([_locate(doc, p) for p in problems])
@@ -348,6 +352,31 @@ def validate(doc: Located) -> TrainJob:
     except ValidationError as exc:
         located = [_locate(doc, p) for p in convert_validation_error(exc, data, TrainJob)]
         raise SpecError(sorted(located, key=lambda e: (e.file or "", e.line or 0))) from None
+
+
+def _foreign_problem(data: dict[str, Any]) -> FieldError | None:
+    """A DeepSpeedJob, TrainingWorkload, Kubeflow job, ... fed as a TrainJob: by its apiVersion/kind, or (with
+    a TrainJob's header or none) by the fields only that kind has."""
+    name = foreign_name_of(data)
+    if name is not None:
+        return FieldError(
+            ("kind",),
+            f"this is a {name.kind} ({data.get('apiVersion')}), not a TrainJob: run it as is "
+            "(`kubetrain run|validate|render FILE`), or `kubetrain convert FILE` for its TrainJob",
+        )
+    if data.get("kind") not in (None, KIND) or data.get("apiVersion") not in (None, API_VERSION):
+        return None
+    lookalike = foreign_lookalike(data)
+    if lookalike is None:
+        return None
+    kind, fields = lookalike
+    shown = ", ".join(f"spec.{f}" for f in fields)
+    return FieldError(
+        ("spec", fields[0]),
+        f"this looks like a {kind.kind} ({shown} are {kind.kind} fields), not a TrainJob",
+        hint=f"write apiVersion: {kind.api_versions[0]} and kind: {kind.kind} to run it as is, "
+        "or `kubetrain convert FILE` for its TrainJob",
+    )
 
 
 def _header_problems(data: dict[str, Any]) -> list[FieldError]:

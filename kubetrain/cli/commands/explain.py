@@ -7,12 +7,17 @@ import json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("field", nargs="?", default="", metavar="FIELD.PATH", help="e.g. spec.resources.gpu")
+    p.add_argument("field", nargs="?", default="", metavar="FIELD.PATH",
+                   help="e.g. spec.resources.gpu; or a DeepSpeedJob, TrainingWorkload, ... file: where each field goes")
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ...jobspec.schema import explain as explain_field
 
+    if args.field.endswith((".yaml", ".yml")) and Path(args.field).is_file():
+        return _explain_file(args.field)
     doc = explain_field(args.field)
     lines = [f"FIELD:    {doc.path} <{doc.type}>"]
     if doc.has_default and doc.default is not None:
@@ -27,4 +32,21 @@ def run(args: argparse.Namespace) -> int:
             if text:
                 lines.append(f"    {' ' * width}    {text}")
     print("\n".join(lines))
+    return 0
+
+
+def _explain_file(path: str) -> int:
+    """`kubetrain explain FILE`: for a foreign job file, where each of its fields goes in the TrainJob."""
+    from ...foreign.loader import load_job_documents
+
+    for job, conversion in load_job_documents(path):
+        if conversion is None:
+            print(f"{path}: {job.name} is a TrainJob; `kubetrain explain spec.FIELD` explains its fields")
+            continue
+        print(f"{conversion.kind} {job.name} → TrainJob:")
+        width = min(64, max(len(n.source) for n in conversion.notes))
+        for note in conversion.notes:
+            where = note.target or "-"
+            reason = f"  ({note.reason})" if note.reason else ""
+            print(f"  {note.source.ljust(width)}  {note.verdict:<12}  {where}{reason}")
     return 0

@@ -19,9 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...backends.kubernetes.render import dump, render_job
-    from ...jobspec import load_file
+    from ..options import load_job_file
 
-    job = load_file(args.file, overrides=args.overrides)
+    job = load_job_file(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
     objects, warnings = render_job(job, args.flavor, args.namespace)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)

@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...contract.errors import UsageError
-    from ...jobspec import SpecError, load_all_files
+    from ...foreign.loader import load_job_documents
+    from ...jobspec import SpecError
 
     backend = _backend(args)
     if args.flavor is not None and backend == "local":
@@ -42,19 +43,23 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.files:
         try:
-            jobs = load_all_files([path], overrides=args.overrides)
+            # TrainJobs, and foreign kinds (DeepSpeedJob, TrainingWorkload, ...) converted
+            jobs = load_job_documents(path, overrides=args.overrides)
         except SpecError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
             continue
-        for job in jobs:
+        for job, conversion in jobs:
             spec = job.spec
             replicas = sum(spec.role_replicas().values())
             roles = ", ".join(f"{r}×{n}" for r, n in spec.role_replicas().items())
+            what = "TrainJob" if conversion is None else f"{conversion.kind} (as a TrainJob)"
             say(
-                f"{path}: valid TrainJob {job.name} ({spec.framework.value}, {plural(replicas, 'replica')}: {roles})",
+                f"{path}: valid {what} {job.name} ({spec.framework.value}, {plural(replicas, 'replica')}: {roles})",
                 quiet=args.quiet,
             )
+            for line in conversion.warnings() if conversion is not None else ():
+                print(f"warning: {line}", file=sys.stderr)
             if backend is not None and not _check(backend, path, job, args.flavor, quiet=args.quiet):
                 failed += 1
     return 2 if failed else 0

@@ -1,0 +1,106 @@
+"""A Conversion as TrainJob YAML whose comments name the source field of each value:
+
+    image: pytorch:2  # from spec.worker.template.spec.containers[0].image
+
+and, at the end, the source fields that were approximated or not converted, with the reason. The YAML is the
+converted job's own document (`TrainJob.to_dict()`), so it loads back as the same TrainJob.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .base import Conversion, FieldNote, dotted
+
+_MAX_SOURCES = 3
+_COMMENT_WIDTH = 160
+
+
+def commented_yaml(conversion: Conversion) -> str:
+    sources = _sources(conversion.notes)
+    lines = [f"# converted by kubetrain from {conversion.kind} ({conversion.api_version})"]
+    if conversion.file:
+        lines[0] += f" {conversion.file}"
+    lines += _mapping(conversion.job.to_dict(), (), 0, sources)
+    approximated, refused = conversion.approximated(), conversion.refused()
+    if approximated:
+        lines.append("# approximated:")
+        lines += [f"#   {_where(n)}{n.source} → {n.target}: {n.reason}" for n in approximated]
+    if refused:
+        lines.append("# not converted:")
+        lines += [f"#   {_where(n)}{n.source}: {n.reason}" for n in refused]
+    return "\n".join(lines) + "\n"
+
+
+def _where(note: FieldNote) -> str:
+    if note.line is None:
+        return ""
+    return f"{note.file}:{note.line}: " if note.file else f"line {note.line}: "
+
+
+def _sources(notes: list[FieldNote]) -> dict[str, list[str]]:
+    """TrainJob path → the source paths whose values went there (list items' targets are their list's)."""
+    out: dict[str, list[str]] = {}
+    for note in notes:
+        if note.target and note.verdict != "refused":
+            target = note.target.split("[]", 1)[0]
+            label = note.source + (" (approximated)" if note.verdict == "approximated" else "")
+            if label not in out.setdefault(target, []):
+                out[target].append(label)
+    return out
+
+
+def _comment(path: tuple[str | int, ...], sources: dict[str, list[str]]) -> str:
+    found = sources.get(dotted(path)) if path else None
+    if not found:
+        return ""
+    shown = ", ".join(found[:_MAX_SOURCES]) + (f", … ({len(found)} fields)" if len(found) > _MAX_SOURCES else "")
+    text = f"  # from {shown}"
+    return text if len(text) <= _COMMENT_WIDTH else text[: _COMMENT_WIDTH - 1] + "…"
+
+
+def _scalar(value: Any) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def _is_flat(value: Any) -> bool:
+    if isinstance(value, dict | list):
+        return not value or (isinstance(value, list) and all(not isinstance(v, dict | list) for v in value))
+    return True
+
+
+def _mapping(
+    data: dict[str, Any], path: tuple[str | int, ...], indent: int, sources: dict[str, list[str]]
+) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for key, value in data.items():
+        here = (*path, key)
+        head = f"{pad}{_scalar(key)}:"
+        if _is_flat(value):
+            lines.append(f"{head} {_scalar(value)}{_comment(here, sources)}")
+        else:
+            lines.append(f"{head}{_comment(here, sources)}")
+            lines += _node(value, here, indent + 2, sources)
+    return lines
+
+
+def _node(value: Any, path: tuple[str | int, ...], indent: int, sources: dict[str, list[str]]) -> list[str]:
+    if isinstance(value, dict):
+        return _mapping(value, path, indent, sources)
+    pad = " " * indent
+    lines: list[str] = []
+    for i, item in enumerate(value):
+        if _is_flat(item):
+            lines.append(f"{pad}- {_scalar(item)}")
+            continue
+        inner = _node(item, (*path, i), indent + 2, sources)
+        lines.append(f"{pad}- {inner[0].lstrip()}")
+        lines += inner[1:]
+    return lines
+
+
+__all__ = ["commented_yaml"]

@@ -1,0 +1,210 @@
+"""T9k `DeepSpeedJob` (`batch.tensorstack.dev/v1beta1`) → a TrainJob with framework deepspeed.
+
+kubetrain's TrainJob was designed with DeepSpeedJob in view, so nearly every field has a home: `config.run` is
+`spec.run`, `slotsPerWorker` is `procsPerReplica`, `runMode` is `runMode`, `elastic` is `elastic`, the worker's
+template becomes the job's typed settings plus a `podTemplate` for the rest. What has none (a numeric
+scheduler priority, per-replica debug commands) is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ..jobspec.model import API_VERSION, KIND
+from .base import FieldTree, SimpleKind, SourceWalker, refuse_status, take_header, take_metadata
+from .pod_template import lift_job_level, pod_template_fields, split_pod_template
+
+API_VERSIONS = ("batch.tensorstack.dev/v1beta1",)
+
+_CLEAN_UP = {"All": "All", "Unfinished": "Running", "None": "None"}
+"""DeepSpeedJob's cleanUpPolicy → runPolicy.cleanPodPolicy (Unfinished: the pods still running)."""
+_AUTOTUNE = ("none", "tune", "run")
+_RUN_KINDS = ("python", "module", "exec")
+
+
+def fields() -> FieldTree:
+    return {
+        "apiVersion": None,
+        "kind": None,
+        "metadata": None,
+        "status": None,
+        "spec": {
+            "scheduler": {"t9kScheduler": {"queue": None, "priority": None}},
+            "runPolicy": {"activeDeadlineSeconds": None, "backoffLimit": None, "cleanUpPolicy": None},
+            "runMode": {
+                "immediate": None,
+                "debug": {"enable": None, "replicaSpecs": {"type": None, "skipInitContainer": None, "command": None}},
+                "pause": {
+                    "enable": None,
+                    "resumeSpecs": {"type": None, "skipInitContainer": None, "command": None, "args": None},
+                },
+            },
+            "elastic": {"enabled": None, "minReplicas": None, "maxReplicas": None, "expectedReplicas": None},
+            "config": {
+                "customCommand": None,
+                "slotsPerWorker": None,
+                "localRank": None,
+                "autotune": None,
+                "run": {name: None for name in _RUN_KINDS},
+                "otherArgs": None,
+            },
+            "disableCustomEnv": None,
+            "worker": {"replicas": None, "template": pod_template_fields(), "restartPolicy": None},
+        },
+    }
+
+
+def convert(doc: Mapping[str, Any], w: SourceWalker) -> dict[str, Any]:
+    take_header(w)
+    refuse_status(w)
+    metadata = take_metadata(w)
+    spec: dict[str, Any] = {"framework": "deepspeed"}
+    _config(w, spec)
+    _run_mode(w, spec)
+    _policies(w, spec)
+    _worker(w, spec)
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+def _config(w: SourceWalker, spec: dict[str, Any]) -> None:
+    run: dict[str, Any] = {}
+    custom = w.get("spec.config.customCommand")
+    if w.has("spec.config.slotsPerWorker"):
+        spec["procsPerReplica"] = w.take("spec.config.slotsPerWorker", "spec.procsPerReplica")
+    if custom is not None:
+        run["customCommand"] = w.take("spec.config.customCommand", "spec.run.customCommand")
+        ignored = "customCommand replaces it (as it does in a DeepSpeedJob: only slotsPerWorker still applies)"
+        for name in ("localRank", "autotune", "run", "otherArgs"):
+            w.refuse(f"spec.config.{name}", ignored)
+    else:
+        for name in _RUN_KINDS:
+            if w.has(f"spec.config.run.{name}"):
+                run[name] = copy.deepcopy(w.take(f"spec.config.run.{name}", f"spec.run.{name}"))
+        if w.has("spec.config.otherArgs"):
+            run["otherArgs"] = list(w.take("spec.config.otherArgs", "spec.run.otherArgs"))
+        if w.has("spec.config.localRank"):
+            spec["localRank"] = w.take("spec.config.localRank", "spec.localRank")
+        autotune = w.get("spec.config.autotune")
+        if autotune == "none":
+            w.take("spec.config.autotune", "spec.run.otherArgs")
+        elif autotune in _AUTOTUNE:
+            w.approx(
+                "spec.config.autotune",
+                "spec.run.otherArgs",
+                f"passed to the deepspeed launcher as --autotuning {autotune}; kubetrain starts the launcher only "
+                "with several processes per replica (procsPerReplica > 1)",
+            )
+            run["otherArgs"] = [*run.get("otherArgs", []), "--autotuning", str(autotune)]
+        elif autotune is not None:
+            w.refuse("spec.config.autotune", f"{autotune!r} is not an autotune mode (none, tune, run)")
+    if run:
+        spec["run"] = run
+
+
+def _run_mode(w: SourceWalker, spec: dict[str, Any]) -> None:
+    debug, pause = w.get("spec.runMode.debug.enable"), w.get("spec.runMode.pause.enable")
+    w.take("spec.runMode.immediate", "spec.runMode")
+    if debug is True:
+        spec["runMode"] = "Debug"
+        w.take("spec.runMode.debug.enable", "spec.runMode")
+    elif debug is not None:
+        w.take("spec.runMode.debug.enable", "spec.runMode")
+    if pause is True:
+        if spec.get("runMode") == "Debug":
+            w.refuse("spec.runMode.pause.enable", "debug is enabled too: kubetrain runs in one mode (Debug kept)")
+        else:
+            spec["runMode"] = "Pause"
+            w.take("spec.runMode.pause.enable", "spec.runMode")
+    elif pause is not None:
+        w.take("spec.runMode.pause.enable", "spec.runMode")
+    w.refuse(
+        "spec.runMode.debug.replicaSpecs",
+        "kubetrain's Debug mode holds every replica's program the same way (`kubetrain attach` runs it by hand); "
+        "per-replica commands and skipInitContainer are not supported",
+    )
+    w.refuse(
+        "spec.runMode.pause.resumeSpecs",
+        "kubetrain resumes a paused job as it was written (`kubetrain resume`); per-replica resume commands are "
+        "not supported",
+    )
+
+
+def _policies(w: SourceWalker, spec: dict[str, Any]) -> None:
+    scheduling: dict[str, Any] = {}
+    if w.has("spec.scheduler.t9kScheduler.queue"):
+        scheduling["queue"] = w.take("spec.scheduler.t9kScheduler.queue", "spec.scheduling.queue")
+    w.refuse(
+        "spec.scheduler.t9kScheduler.priority",
+        "a numeric scheduler priority has no home: kubetrain takes a PriorityClass name "
+        "(spec.scheduling.priorityClass)",
+    )
+    if scheduling:
+        spec["scheduling"] = scheduling
+
+    policy: dict[str, Any] = {}
+    for name in ("activeDeadlineSeconds", "backoffLimit"):
+        if w.has(f"spec.runPolicy.{name}"):
+            policy[name] = w.take(f"spec.runPolicy.{name}", f"spec.runPolicy.{name}")
+    clean = w.get("spec.runPolicy.cleanUpPolicy")
+    if clean in _CLEAN_UP:
+        policy["cleanPodPolicy"] = _CLEAN_UP[clean]
+        w.take("spec.runPolicy.cleanUpPolicy", "spec.runPolicy.cleanPodPolicy")
+    elif clean is not None:
+        w.refuse("spec.runPolicy.cleanUpPolicy", f"{clean!r} is not a cleanUpPolicy (All, Unfinished, None)")
+    if policy:
+        spec["runPolicy"] = policy
+
+    elastic: dict[str, Any] = {}
+    for name in ("enabled", "minReplicas", "maxReplicas", "expectedReplicas"):
+        if w.has(f"spec.elastic.{name}"):
+            elastic[name] = w.take(f"spec.elastic.{name}", f"spec.elastic.{name}")
+    if elastic:
+        spec["elastic"] = elastic
+
+    disable = w.get("spec.disableCustomEnv")
+    if disable is True:
+        w.approx(
+            "spec.disableCustomEnv",
+            "spec.env",
+            "kubetrain starts every training process itself with the job's env: there is no env file to leave out, "
+            "so the processes still see the variables",
+        )
+    elif disable is not None:
+        w.take("spec.disableCustomEnv", "spec.env")
+
+
+def _worker(w: SourceWalker, spec: dict[str, Any]) -> None:
+    if w.has("spec.worker.replicas"):
+        spec["replicas"] = w.take("spec.worker.replicas", "spec.replicas")
+    # DeepSpeedJob's default is OnFailure (kubetrain's is Never): said explicitly so the job restarts the same.
+    spec["restartPolicy"] = w.take("spec.worker.restartPolicy", "spec.restartPolicy", "OnFailure")
+    template = "spec.worker.template"
+    containers = w.get(f"{template}.spec.containers")
+    if "run" in spec and isinstance(containers, list) and containers and isinstance(containers[0], Mapping):
+        for part in ("command", "args"):
+            w.refuse(
+                f"{template}.spec.containers[0].{part}",
+                "config decides what a DeepSpeedJob's worker runs (kubetrain's spec.run); the container's own "
+                f"{part} is not used",
+            )
+    w.refuse(
+        f"{template}.spec.restartPolicy",
+        "a DeepSpeedJob sets its pods' restartPolicy itself; worker.restartPolicy decides restarts",
+    )
+    settings, rest = split_pod_template(w, template, role_target="spec")
+    settings = lift_job_level(spec, settings)
+    if "run" in settings and "run" in spec:  # both: config.run wins (refused above); never reached
+        settings.pop("run")
+    if "resources" in settings:
+        spec.setdefault("resources", {}).update(settings.pop("resources"))
+    for key, value in settings.items():
+        spec.setdefault(key, value)
+    if rest is not None:
+        spec["podTemplate"] = rest
+
+
+KINDS = (SimpleKind("DeepSpeedJob", API_VERSIONS, fields, convert),)
+
+__all__ = ["API_VERSIONS", "KINDS", "convert", "fields"]
