@@ -115,9 +115,10 @@ def describe_exit(exit_code: int | None, signal: int | None, reason: str | None 
         # Kubernetes reports an OOM kill as exit code 137 (128 + SIGKILL); locally we see the signal.
         code = exit_code if exit_code is not None else (128 + signal if signal is not None else None)
         return REASON_OOM_KILLED if code is None else f"{REASON_OOM_KILLED} ({code})"
-    if reason == REASON_STOPPED:
+    if reason in (REASON_STOPPED, "Cancelled"):  # Cancelled: a cancel stopped it (the local backend)
         how = f"{signal_name(signal)}" if signal is not None else f"exit code {exit_code}"
-        return f"stopped ({how})"
+        what = "stopped" if reason == REASON_STOPPED else "stopped by cancel"
+        return what if signal is None and exit_code is None else f"{what} ({how})"
     if signal is not None:
         return f"killed by {signal_name(signal)} ({signal})"
     if exit_code is None:

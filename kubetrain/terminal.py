@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
 from .contract.logs import LogRecord
@@ -63,6 +63,12 @@ class OutputSink:
     characters in replicas' lines are removed or shown escaped (:func:`sanitize`)
     unless ``raw=True`` (``--raw``). If the output is gone (``| head``),
     printing stops quietly: the log files still get everything.
+
+    Safe to use from several threads, and one blocked writing (a terminal nobody
+    reads) blocks no other: lines queued meanwhile are left to the thread that
+    is writing, and the lock is never held across a write. Real files are written
+    with ``write(2)`` on their descriptor, not through Python's buffer, so a
+    thread stuck there holds no lock the interpreter needs to exit.
     """
 
     def __init__(
@@ -82,6 +88,7 @@ class OutputSink:
         self._width = 0
         self._queued: dict[int, list[str]] = {id(self._out): [], id(self._err): []}
         self._lock = threading.Lock()
+        self._writing = False  # a thread is in flush(), writing
         self._broken: set[int] = set()
         self.add_keys(keys)
 
@@ -115,30 +122,83 @@ class OutputSink:
         """Queue a record read back from a log file (``logs -f``)."""
         self.line(rec.key, rec.stream, rec.text)
 
-    def flush(self) -> None:
-        """Write the queued lines."""
+    # -- the live status line (`kubetrain.progress`) ------------------------------------------------------
+    status_line: Callable[[], str] | None = None
+    """Set by an attached `kubetrain run` on a terminal: the text of one status line kept under the output.
+    Each flush erases it (carriage return, clear line), writes the lines, and draws it again, so it is never
+    inside a line. Returning "" erases it for good."""
+    _redraw = False
+
+    def note(self, text: str, stream: str = "stderr") -> None:
+        """Queue a line of kubetrain's own, unprefixed (so it, too, goes above the status line)."""
         with self._lock:
-            for target in (self._out, self._err):
-                queued = self._queued[id(target)]
-                if not queued:
-                    continue
-                text = "".join(queued)
-                queued.clear()
-                if id(target) in self._broken:
-                    continue
-                self._write(target, text)
+            self._queued[id(self._err if stream == "stderr" else self._out)].append(f"{text}\n")
+
+    def redraw_status(self) -> None:
+        """Draw the status line again now, with no new lines (its text changed)."""
+        with self._lock:
+            self._redraw = True
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the queued lines (unless another thread is writing: it takes them after its write)."""
+        with self._lock:
+            if self._writing:
+                return
+            self._writing = True
+        try:
+            while True:
+                with self._lock:
+                    work = []
+                    for target in (self._out, self._err):
+                        queued = self._queued[id(target)]
+                        if queued and id(target) not in self._broken:
+                            work.append((target, "".join(queued)))
+                        queued.clear()
+                    redraw, self._redraw = self._redraw, False
+                    if not work and not redraw:
+                        self._writing = False
+                        return
+                    if self.status_line is not None and id(self._out) not in self._broken:
+                        work = [(self._out, "\r\x1b[K"), *work, (self._out, self.status_line())]
+                for target, text in work:
+                    self._write(target, text)
+        except BaseException:
+            with self._lock:
+                self._writing = False
+            raise
 
     def _write(self, target: TextIO, text: str) -> None:
         try:
-            try:
-                target.write(text)
-            except UnicodeEncodeError:
-                # A terminal that cannot show some character must not lose the line.
-                enc = getattr(target, "encoding", None) or "ascii"
-                target.write(text.encode(enc, "replace").decode(enc))
-            target.flush()
+            fd = _descriptor(target)
+            if fd is None:
+                try:
+                    target.write(text)
+                except UnicodeEncodeError:
+                    # A terminal that cannot show some character must not lose the line.
+                    enc = getattr(target, "encoding", None) or "ascii"
+                    target.write(text.encode(enc, "replace").decode(enc))
+                target.flush()
+                return
+            target.flush()  # what was printed through it before goes first
+            data = memoryview(text.encode(getattr(target, "encoding", None) or "utf-8", "replace"))
+            while data:
+                try:
+                    data = data[os.write(fd, data) :]
+                except InterruptedError:
+                    continue
         except (OSError, ValueError):
-            self._broken.add(id(target))
+            with self._lock:
+                self._broken.add(id(target))
+
+
+def _descriptor(target: TextIO) -> int | None:
+    """The file descriptor under a real file (None for in-memory streams and notebook outputs)."""
+    try:
+        fd = target.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
 
 
 __all__ = ["OutputSink", "sanitize"]

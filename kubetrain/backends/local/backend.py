@@ -38,11 +38,21 @@ from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPh
 from ..base import DryRun, EventSink, RunResult, StillStopping
 from .launch import LaunchRecord, MachineFit, machine_fit
 from .processes import kill_recorded
-from .procfs import pid_alive
+from .procfs import is_stopped, pid_alive, processes_with_env
 from .store import JobNotFoundError, JobStore, RequestKind
+from .supervisor import (
+    DEFAULT_GRACE,
+    REASON_CANCELLED,
+    REASON_SUSPENDED,
+    SupervisorState,
+    read_state,
+    state_path,
+    write_state,
+)
 
 if TYPE_CHECKING:
     from ...jobspec import FieldError, TrainJob
+    from ...metrics.sample import MetricSample
     from ...plan import Plan
     from .gpus import GpuInventory
 
@@ -55,6 +65,11 @@ SUPERVISOR_EXIT_WAIT = 20.0
 seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
 SUPERVISOR_CLEARED_WAIT = 5.0
 """Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
+STOPPED_SUPERVISOR_WAIT = 3.0
+"""Seconds `cancel`, `suspend` and `delete` give a supervisor that is stopped (`kill -STOP`, Ctrl-Z) to be
+continued before they stop the job's processes themselves, by their recorded pids."""
+KILL_WAIT = 5.0
+"""Seconds to wait for SIGKILLed processes to be gone (longer only for one stuck in the kernel)."""
 DRY_RUN_FILES_DIR = Path("<job-dir>/files")
 """Where a dry run shows the job's files: the job's log folder, which has no name before the job exists."""
 
@@ -120,7 +135,15 @@ def build_launch_record(
     from ...frameworks import support_of
 
     modules = support_of(job.spec.framework).preload if preload is None else preload
-    return LaunchRecord.from_plan(local_plan(job, job_id, files_dir), cwd=cwd, preload=modules, fit=fit)
+    return LaunchRecord.from_plan(
+        local_plan(job, job_id, files_dir), cwd=cwd, preload=modules, fit=fit, metrics_dir=metrics_dir_of(files_dir)
+    )
+
+
+def metrics_dir_of(files_dir: Path) -> str:
+    """Where a job's processes write their metrics: beside its files, in the job's folder of the store (deleted
+    with the job)."""
+    return str(files_dir.parent / "metrics")
 
 
 def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | None = None) -> MachineFit:
@@ -139,10 +162,22 @@ def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | No
     return replace(fit, warnings=(*fit.warnings, *unused)) if unused else fit
 
 
+def missing_scripts(job: TrainJob, base_dir: Path) -> list[FieldError]:
+    """Each `run.python` script of `job` that is not there (`launch.missing_scripts`), as field errors."""
+    from ...jobspec import FieldError
+    from ...plan import plan
+    from .launch import missing_scripts as missing
+
+    return [FieldError(r.path, r.message, hint=r.hint) for r in missing(plan(job), str(base_dir))]
+
+
 def working_dir(job: TrainJob, base_dir: Path) -> str:
     """Locally, relative paths in `run` resolve against workingDir (itself relative to the job file's
-    folder), else against the job file's folder — so a job runs the same from any current directory."""
-    wd = job.spec.working_dir
+    folder), else against the job file's folder — so a job runs the same from any current directory.
+    A job-level podTemplate's main container gives the workingDir when the job sets none."""
+    from ...jobspec.pod_template import template_working_dir
+
+    wd = job.spec.working_dir or template_working_dir(job.spec.pod_template)
     return str((base_dir / wd).resolve() if wd else base_dir.resolve())
 
 
@@ -233,34 +268,65 @@ class LocalBackend:
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
         say = on_event or (lambda text: None)
         self.sweep_expired()
-        job_id, record = self._create(job, base_dir)
-        warnings = list(record.warnings)
-        for warning in warnings:
-            say(f"warning: {warning}")
-        status = self._status(job_id)
-        if status.phase is JobPhase.SUSPENDED:  # created paused
-            return RunResult(job_id, self.name, status=status, warnings=warnings)
-        if detach:
-            self._start_detached(job_id)
-            return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
-        count = len(record.processes)
-        roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
-        say(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
+        job_id, record = self._create(job, base_dir, check_programs=True)
         try:
-            self._run_attached(job_id, sink, on_event)
-        finally:
-            if sink is not None:
-                sink.flush()
+            warnings = list(record.warnings)
+            for warning in warnings:
+                say(f"warning: {warning}")
+            status = self._status(job_id)
+            if status.phase is JobPhase.SUSPENDED:  # created paused
+                return RunResult(job_id, self.name, status=status, warnings=warnings)
+            if detach:
+                self._start_detached(job_id)
+                return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
+            count = len(record.processes)
+            roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
+            say(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
+            try:
+                self._run_attached(job_id, sink, on_event)
+            finally:
+                if sink is not None:
+                    sink.flush()
+        except BaseException as exc:
+            # Whatever stopped the start (an error, Ctrl-C before the supervisor ran) must not leave the job
+            # Pending forever: it is ended, with the reason. A job its supervisor ran is not touched.
+            self._not_started(job_id, exc)
+            raise
         return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings)
 
-    def _create(self, job: TrainJob, base_dir: Path | None = None) -> tuple[str, LaunchRecord]:
+    def _not_started(self, job_id: str, exc: BaseException) -> None:
+        """End a job still Pending because starting it failed with `exc` (nothing of it runs)."""
+        with contextlib.suppress(Exception):
+            if self.store.recorded_supervisor_pid(job_id) is not None:
+                return  # a supervisor took it over: it records the outcome itself
+            if isinstance(exc, KeyboardInterrupt):
+                phase, reason, message = JobPhase.CANCELLED, "Cancelled", "cancelled by Ctrl-C before it started"
+            else:
+                phase, reason = JobPhase.FAILED, "StartFailed"
+                message = f"it could not be started: {type(exc).__name__}: {exc}"
+            self.store.set_job_phase(
+                job_id, phase, reason=reason, message=message,
+                condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
+                expect=(JobPhase.PENDING,),
+            )
+
+    def _create(
+        self, job: TrainJob, base_dir: Path | None = None, *, check_programs: bool = False
+    ) -> tuple[str, LaunchRecord]:
         """Record the job and its launch record; start nothing. A paused job is recorded Suspended.
         `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder).
-        `LocalRefusal`, before anything is recorded, for a job this machine cannot run."""
+        `LocalRefusal`, before anything is recorded, for a job this machine cannot run; with
+        `check_programs` (a real run, not a dry run), also for a script that is not there."""
         from ...plan import plan
 
         base_dir = base_dir_of(job) if base_dir is None else base_dir
         fit = fit_job(job, base_dir, self.gpus)
+        paused = job.spec.run_mode == "Pause" or bool(job.spec.run_policy.suspend)
+        if check_programs and not paused:  # a paused job's script may be written before it is resumed
+            missing = missing_scripts(job, base_dir)
+            if missing:
+                raise LocalRefusal(missing)
+        self._check_logs_writable()
         # The replicas that run processes (an MPI worker only hosts the launcher's): no ports needed.
         wiring = plan(job).roles
         replicas = [(w.role, index) for w in wiring if w.processes for index in range(w.replicas)]
@@ -282,6 +348,9 @@ class LocalBackend:
             fit=fit,
         )
         self.store.set_plan_json(job_id, record.to_json())
+        # Until a supervisor takes over, the job is this process's to start: if it ends first, the job is
+        # found Pending with nobody to start it, and ended (see `_supervisor_lost`).
+        write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)
         if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             self.store.set_job_phase(
                 job_id,
@@ -293,6 +362,24 @@ class LocalBackend:
                 ),
             )
         return job_id, record
+
+    def _check_logs_writable(self) -> None:
+        """The folder every job's logs go in can be written: checked before a job is recorded, so an unwritable
+        one is an error with its path, not a job left Pending."""
+        folder = self.store.log_dir("x").parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            writable = os.access(folder, os.W_OK | os.X_OK)
+        except OSError as exc:
+            raise LocalError(
+                f"{folder}: cannot create the log folder ({exc.strerror or exc}) — make it writable, or set "
+                f"{env_names.HOME} to a folder you can write"
+            ) from None
+        if not writable:
+            raise LocalError(
+                f"{folder}: the log folder is not writable — make it writable (chmod u+rwx {folder}), or set "
+                f"{env_names.HOME} to a folder you can write"
+            )
 
     def _run_attached(self, job_id: str, sink: LogSink | None, on_event: EventSink | None = None) -> JobPhase:
         """Supervise the job in this process until it ends (or is suspended); Ctrl-C cancels it."""
@@ -316,6 +403,8 @@ class LocalBackend:
                 start_new_session=True,
                 env=env,
             )
+        # Taken over from the creator at once: a supervisor that dies before it records itself is seen as lost.
+        write_state(state_path(self.store, job_id), proc.pid, supervising=True, signals=True, detached=True)
         return proc.pid
 
     # -- queries ----------------------------------------------------------------------------------------
@@ -371,25 +460,71 @@ class LocalBackend:
 
     def _supervisor_lost(self, job_id: str, status: JobStatus) -> bool:
         """A Running job whose supervisor died (SIGKILL, OOM, reboot): its replicas died with it (or are
-        killed now); record it as Failed with the reason, rather than Running forever."""
+        killed now); record it as Failed with the reason, rather than Running forever. It ended when the
+        supervisor last gave a sign of life (its heartbeat), not now. A Pending job whose creator ended
+        before any supervisor took it over is Failed too (NotStarted)."""
         if status.phase not in (JobPhase.RUNNING, JobPhase.PENDING) or self.store.supervisor_alive(job_id):
             return False
-        if status.phase is JobPhase.PENDING and self.store.recorded_supervisor_pid(job_id) is None:
-            return False  # not started yet (a detached supervisor on its way), or created paused
+        state = read_state(state_path(self.store, job_id))
+        recorded = self.store.supervisor_process(job_id)
+        if status.phase is JobPhase.PENDING and recorded is None:
+            # Not started yet: a detached supervisor on its way, or the process that created the job about to
+            # start it. Only when that process is gone will nobody start it.
+            if state is None or state.alive():
+                return False
+            reason, message = "NotStarted", (
+                "the process that created the job ended before starting it"
+                if not state.supervising else "its supervisor process died before it started the job"
+            )
+        else:
+            reason, message = "SupervisorLost", "the supervisor process died; its replicas were stopped"
+        self._kill_replicas(job_id)
         for record in self.store.replica_records(job_id):
-            if record.pid and record.pid_start_time:
-                kill_recorded(record.pid, record.pid_start_time, signal.SIGKILL)
             if record.phase in (ReplicaPhase.RUNNING, ReplicaPhase.PENDING):
                 self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.UNKNOWN)
-        message = "the supervisor process died; its replicas were stopped"
+        # When it died: its last heartbeat, if the state file is that supervisor's (or creator's), or the last
+        # thing it recorded, if later (it died before its first heartbeat).
+        same = state is not None and (recorded is None or (state.pid, state.start_time) == recorded)
+        last_record = max([status.started_at or 0.0, *(r.started_at or 0.0 for r in status.replicas)])
+        died = min(max(state.heartbeat, last_record), time.time()) if state is not None and same else time.time()
         return self.store.set_job_phase(
             job_id,
             JobPhase.FAILED,
-            reason="SupervisorLost",
+            reason=reason,
             message=message,
-            condition=Condition("Failed", ConditionStatus.TRUE, "SupervisorLost", message, time.time()),
+            condition=Condition("Failed", ConditionStatus.TRUE, reason, message, died),
             expect=(JobPhase.RUNNING, JobPhase.PENDING),
+            at=died,
         )
+
+    def _job_processes(self, job_id: str) -> dict[int, int]:
+        """pid → start time of every live process of the job's replicas: the recorded replica leaders, and
+        every process kubetrain started whose environment names the job (descendants that left the group)."""
+        found = {
+            r.pid: r.pid_start_time
+            for r in self.store.replica_records(job_id)
+            if r.pid and r.pid_start_time and pid_alive(r.pid, r.pid_start_time)
+        }
+        found.update(processes_with_env([f"{env_names.JOB}={job_id}"], [env_names.LOCAL_TAG]))
+        return found
+
+    def _kill_replicas(self, job_id: str, grace: float = 0.0) -> builtins.list[int]:
+        """Stop the job's processes without their supervisor: SIGTERM, up to `grace` seconds, SIGKILL, then
+        wait for them to be gone (`KILL_WAIT`). The pids still alive after that (stuck in the kernel)."""
+        targets = self._job_processes(job_id)
+        if grace > 0 and targets:
+            for pid, start in targets.items():
+                kill_recorded(pid, start, signal.SIGTERM)
+            _wait_gone(targets, grace)
+        for _ in range(3):  # again: a process forked while the others were being killed
+            live = self._job_processes(job_id)
+            if not live:
+                return []
+            for pid, start in live.items():
+                kill_recorded(pid, start, signal.SIGKILL)
+            targets.update(live)
+            _wait_gone(live, KILL_WAIT)
+        return sorted(p for p, s in targets.items() if pid_alive(p, s))
 
     # -- logs -------------------------------------------------------------------------------------------
 
@@ -443,6 +578,23 @@ class LocalBackend:
                 out[proc.key] = path.with_name(f"{proc.key}.log") if many else path
         return out
 
+    # -- metrics ----------------------------------------------------------------------------------------
+
+    def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
+        """See `Backend.metrics`: read from each process's metrics file (`KUBETRAIN_METRICS_FILE` of its launch
+        record). `follow` ends once the job has ended, as `logs`."""
+        from ...metrics.reader import follow_files, read_files
+
+        job_id = self._resolve(job_id)
+        record = self._stored_record(job_id)
+        processes = record.processes if record is not None else []
+        # Several processes may share a file (the user's env named one): each is read once.
+        paths = list(dict.fromkeys(Path(p.env[env_names.METRICS_FILE]) for p in processes
+                                   if env_names.METRICS_FILE in p.env))
+        if follow:
+            return follow_files(paths, lambda: self._ended(job_id))
+        return iter(read_files(paths))
+
     def _ended(self, job_id: str) -> bool:
         # A suspended job has not ended: like `kubectl logs -f` while no pod runs, following waits for it
         # to be resumed (or cancelled) and goes on with the output of its next run.
@@ -479,16 +631,66 @@ class LocalBackend:
             self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
             return self._status(job_id)
         self.store.add_request(job_id, kind)
+        record = self.store.supervisor_process(job_id)
         pid = self.store.live_supervisor_pid(job_id)
-        if pid is None:  # created, supervisor not started yet (or gone): the request waits in the store
+        if pid is None or record is None:  # created, not started yet (or gone): the request waits in the store
             if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
                 self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
             return self._status(job_id)
-        with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
-            os.kill(pid, signal.SIGTERM)
-        return self._wait(
-            job_id, until=lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED, timeout=STOP_WAIT
+        state = read_state(state_path(self.store, job_id))
+        # A supervisor running in a thread of someone's program polls for requests: a SIGTERM would end
+        # the program. Any other one is woken at once.
+        if state is None or state.pid != pid or state.signals:
+            with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
+                os.kill(pid, signal.SIGTERM)
+        done: Callable[[JobStatus], bool] = lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED  # noqa: E731
+        status = self._wait(job_id, until=done, timeout=STOP_WAIT, stopped=record)
+        if done(status) or not is_stopped(*record):
+            return status
+        return self._stop_without_supervisor(job_id, kind, record, state)
+
+    def _stop_without_supervisor(
+        self, job_id: str, kind: RequestKind, supervisor: tuple[int, int | None], state: SupervisorState | None
+    ) -> JobStatus:
+        """Carry out `kind` for a supervisor that is stopped (`kill -STOP`, Ctrl-Z) and so cannot: stop the
+        job's processes by their recorded pids, then record the outcome, saying what was done.
+
+        A detached supervisor is SIGKILLed too: it is nobody's program, and its watchdog then sweeps what
+        the pids missed. An attached one (someone's `kubetrain run`) is left stopped; continued, it finds
+        the request still pending and its replicas gone, and ends as asked.
+        """
+        pid = supervisor[0]
+        pids = sorted(self._job_processes(job_id))
+        survivors = self._kill_replicas(job_id, grace=DEFAULT_GRACE)
+        detached = state is not None and state.pid == pid and state.detached
+        if detached:
+            with contextlib.suppress(OSError):
+                pidfd = os.pidfd_open(pid)
+                try:
+                    if pid_alive(*supervisor):
+                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                finally:
+                    os.close(pidfd)
+        shown = ", ".join(map(str, pids)) or "none running"
+        what = "cancelled" if kind is RequestKind.CANCEL else "suspended"
+        message = (
+            f"{what} without its supervisor (pid {pid}), which is stopped (SIGSTOP or Ctrl-Z): kubetrain stopped "
+            f"the job's processes (pids {shown}) itself" + ("; the supervisor was killed" if detached else "")
         )
+        if survivors:
+            message += f"; still alive (stuck in the kernel?): {', '.join(map(str, survivors))}"
+        stopped_by = REASON_CANCELLED if kind is RequestKind.CANCEL else REASON_SUSPENDED
+        for record in self.store.replica_records(job_id):
+            if record.phase is ReplicaPhase.RUNNING:
+                if kind is RequestKind.SUSPEND:
+                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.PENDING,
+                                              reason=stopped_by, message="stopped by suspend; starts again on resume")
+                else:
+                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.FAILED,
+                                              reason=stopped_by, message="stopped by cancel", signal=signal.SIGTERM)
+        phase = JobPhase.CANCELLED if kind is RequestKind.CANCEL else JobPhase.SUSPENDED
+        self._finish(job_id, phase, "Cancelled" if kind is RequestKind.CANCEL else "Suspended", message)
+        return self._status(job_id)
 
     def resume(self, job_id: str) -> JobStatus:
         """Start a Suspended job again (a detached supervisor, new ports); its status once started."""
@@ -510,12 +712,17 @@ class LocalBackend:
         cwd = old.cwd if old is not None else None
         # This machine's verdict again (its GPUs may have changed): a refusal leaves the job Suspended.
         fit = fit_job(job, Path(cwd) if cwd is not None else base_dir_of(job), self.gpus)
+        missing = missing_scripts(job, Path(cwd) if cwd is not None else base_dir_of(job))
+        if missing:
+            raise LocalRefusal(missing)
         # New ports (the old ones may be taken by now); the same folder and preloaded modules.
+        files_dir = self.store.log_dir(job_id) / "files"
         fresh = LaunchRecord.from_plan(
-            local_plan(job, job_id, self.store.log_dir(job_id) / "files"),
+            local_plan(job, job_id, files_dir),
             cwd=cwd,
             preload=old.preload if old is not None else (),
             fit=fit,
+            metrics_dir=metrics_dir_of(files_dir),
         )
         self.store.set_plan_json(job_id, fresh.to_json())
         self.store.set_job_phase(
@@ -531,12 +738,17 @@ class LocalBackend:
 
         The supervisor still has work after the job's phase is final (closing the process group writes
         the last log lines, then it clears its record): deleting before it exits would pull the rows and
-        the log directory from under it. The wait is bounded; a supervisor that outlasts it finds its job
-        gone and exits without recording anything.
+        the log directory from under it. The wait is bounded.
+
+        It never forgets a live process: a supervisor still supervising after the wait (stopped with
+        SIGSTOP, or stuck) is killed if it is a detached one; a process of the job still alive is stopped
+        by its recorded pid. What survives that (an attached `kubetrain run` that is stopped, a process
+        stuck in the kernel) makes delete fail, naming the pids, and the job is kept.
         """
         job_id = self._resolve(job_id)
         # Found before the cancel: on its way out the supervisor clears its record, not its process.
         supervisor = self._open_supervisor(job_id)
+        record = self.store.supervisor_process(job_id)
         try:
             status = self._status(job_id)
             if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
@@ -544,12 +756,40 @@ class LocalBackend:
                     self._request(job_id, RequestKind.CANCEL)
             if supervisor is None:  # a detached supervisor may have recorded itself only now
                 supervisor = self._open_supervisor(job_id)
-            if supervisor is not None:
-                self._wait_supervisor_exit(job_id, *supervisor)
+                record = self.store.supervisor_process(job_id)
+            if supervisor is not None and record is not None:
+                pid, pidfd = supervisor
+                if not self._wait_supervisor_exit(job_id, pid, pidfd, start_time=record[1]):
+                    self._end_supervisor(job_id, pid, pidfd, record[1])
         finally:
             if supervisor is not None:
                 os.close(supervisor[1])
+        survivors = self._kill_replicas(job_id)
+        if survivors:
+            raise LocalError(
+                f"job {job_id} not deleted: its processes {', '.join(map(str, survivors))} are still alive after "
+                "SIGKILL (stuck in the kernel?); try again once they are gone"
+            )
         self.store.delete_job(job_id)
+
+    def _end_supervisor(self, job_id: str, pid: int, pidfd: int, start_time: int | None) -> None:
+        """A supervisor that did not exit when asked, and still supervises `job_id`: killed (SIGKILL, its
+        watchdog then sweeps its replicas) when detached, else `LocalError` naming it."""
+        if self.store.supervisor_process(job_id) != (pid, start_time) or not pid_alive(pid, start_time):
+            return  # done with the job (a program that ran it through the library goes on)
+        state = read_state(state_path(self.store, job_id))
+        if state is not None and state.pid == pid and state.detached:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.poll(int(KILL_WAIT * 1000))
+            return
+        how = "stopped (SIGSTOP or Ctrl-Z)" if is_stopped(pid, start_time) else "still running"
+        raise LocalError(
+            f"job {job_id} not deleted: its supervisor, pid {pid} (an attached `kubetrain run`, or a program "
+            f"running the job), is {how}; continue it (kill -CONT {pid}) or end it, then delete again"
+        )
 
     def _open_supervisor(self, job_id: str) -> tuple[int, int] | None:
         """(pid, pidfd) of the job's live supervisor; None if there is none, or it is this very process
@@ -568,32 +808,57 @@ class LocalBackend:
             return None
         return pid, pidfd
 
-    def _wait_supervisor_exit(self, job_id: str, pid: int, pidfd: int) -> bool:
+    def _wait_supervisor_exit(self, job_id: str, pid: int, pidfd: int, *, start_time: int | None = None) -> bool:
         """Until the supervisor exits (its pidfd turns readable), bounded; True if it did.
 
         Once it has cleared its record it is done with the job: a detached supervisor exits right
         after, an attached `kubetrain run` prints its summary and exits, but a program that ran the job
-        through the library may go on for long, so the wait is then cut short.
+        through the library may go on for long, so the wait is then cut short. So it is for a supervisor
+        stopped (SIGSTOP, Ctrl-Z) for `STOPPED_SUPERVISOR_WAIT` seconds: it would never exit.
         """
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
         deadline = time.monotonic() + SUPERVISOR_EXIT_WAIT
+        stopped_since: float | None = None
         while (left := deadline - time.monotonic()) > 0:
             if poller.poll(int(min(left, 0.2) * 1000) + 1):
                 return True
             record = self.store.supervisor_process(job_id)
             if record is None or record[0] != pid:
                 deadline = min(deadline, time.monotonic() + SUPERVISOR_CLEARED_WAIT)
+            if not is_stopped(pid, start_time):
+                stopped_since = None
+            elif stopped_since is None:
+                stopped_since = time.monotonic()
+            elif time.monotonic() - stopped_since >= STOPPED_SUPERVISOR_WAIT:
+                return False
         return False
 
-    def _wait(self, job_id: str, until: Callable[[JobStatus], bool], timeout: float = 60.0) -> JobStatus:
-        """Poll the store until `until(status)`, at most `timeout` seconds; the last status."""
+    def _wait(
+        self,
+        job_id: str,
+        until: Callable[[JobStatus], bool],
+        timeout: float = 60.0,
+        stopped: tuple[int, int | None] | None = None,
+    ) -> JobStatus:
+        """Poll the store until `until(status)`, at most `timeout` seconds; the last status. `stopped`: the
+        supervisor (pid, start time): the wait ends early once it has been stopped (SIGSTOP, Ctrl-Z) for
+        `STOPPED_SUPERVISOR_WAIT` seconds, since it does nothing until continued."""
         deadline = time.monotonic() + timeout
         delay = 0.01
+        stopped_since: float | None = None
         while True:
             status = self._status(job_id)
-            if until(status) or time.monotonic() > deadline:
+            now = time.monotonic()
+            if until(status) or now > deadline:
                 return status
+            if stopped is not None:
+                if not is_stopped(*stopped):
+                    stopped_since = None
+                elif stopped_since is None:
+                    stopped_since = now
+                elif now - stopped_since >= STOPPED_SUPERVISOR_WAIT:
+                    return status
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
 
@@ -617,3 +882,13 @@ __all__ = [
     "free_ports",
     "local_plan",
 ]
+
+
+def _wait_gone(processes: dict[int, int], timeout: float) -> None:
+    """Until none of `processes` (pid → start time) is alive, at most `timeout` seconds. A killed child of a
+    stopped supervisor stays a zombie, which counts as gone."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while any(pid_alive(p, s) for p, s in processes.items()) and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)

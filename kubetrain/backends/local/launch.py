@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...contract import expansion
+from ...contract import env_names, expansion
 from ...restart_policy import RestartRules
 
 if TYPE_CHECKING:
@@ -87,13 +87,23 @@ class LaunchRecord:
     """Immediate | Pause | Debug (the replicas hold their program; `attach` runs it by hand)."""
     warnings: tuple[str, ...] = ()
     """What a local run leaves out (Secrets, ConfigMaps), said before it starts."""
+    cluster: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Role → its replicas' `host:port` addresses: stored once, and referred to by the env values that list
+    them (TF_CONFIG's cluster), so the stored record does not grow with the square of the replica count."""
 
     @classmethod
     def from_plan(
-        cls, plan: Plan, *, cwd: str | None = None, preload: Sequence[str] = (), fit: MachineFit | None = None
+        cls,
+        plan: Plan,
+        *,
+        cwd: str | None = None,
+        preload: Sequence[str] = (),
+        fit: MachineFit | None = None,
+        metrics_dir: str | None = None,
     ) -> LaunchRecord:
         """The record of `plan` (pure): its processes with the user's env added per process, and what this
-        machine gives each replica (`fit`, from `machine_fit`: its GPUs) between the two."""
+        machine gives each replica (`fit`, from `machine_fit`: its GPUs) between the two. `metrics_dir`:
+        where each process's `kubetrain.metrics.log` writes (`<key>.jsonl`, in `KUBETRAIN_METRICS_FILE`)."""
         user_env: dict[str, list[UserVar]] = {}
         warnings: list[str] = list(fit.warnings) if fit is not None else []
         for wiring in plan.roles:
@@ -105,7 +115,8 @@ class LaunchRecord:
             job_id=plan.name,
             framework=spec.framework.value,
             replicas=tuple(
-                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {})) for r in plan.replicas
+                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {}), metrics_dir)
+                for r in plan.replicas
             ),
             files=dict(plan.files),
             files_dir=plan.files_dir,
@@ -115,6 +126,7 @@ class LaunchRecord:
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             run_mode=spec.run_mode,
             warnings=tuple(dict.fromkeys(warnings)),
+            cluster={role: tuple(plan.topology.addresses(role)) for role in plan.topology.roles},
         )
 
     @property
@@ -173,7 +185,10 @@ class LaunchRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LaunchRecord:
-        """The record as `to_dict` wrote it; keys a record of an earlier kubetrain lacks take their defaults."""
+        """The record as `to_dict` (or, compacted, `to_json`) wrote it; keys a record of an earlier kubetrain
+        lacks take their defaults."""
+        if "sharedValues" in data:
+            data = _expand(data)
         return cls(
             job_id=str(data.get("name", "")),
             framework=str(data.get("framework", "")),
@@ -202,14 +217,99 @@ class LaunchRecord:
             active_deadline_seconds=data.get("activeDeadlineSeconds"),
             run_mode=str(data.get("runMode") or "Immediate"),
             warnings=tuple(data.get("warnings") or ()),
+            cluster={str(k): tuple(str(a) for a in v) for k, v in (data.get("cluster") or {}).items()},
         )
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict())
+        """The stored form: `to_dict` with what every process shares written once (`_compact`), so its size
+        per replica does not depend on the replica count. `from_json` reads it back whole."""
+        return json.dumps(_compact(self.to_dict(), self.cluster), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> LaunchRecord:
         return cls.from_dict(json.loads(text))
+
+
+# -- the stored form: shared values once ------------------------------------------------------------------
+
+_SHARED_MIN = 32
+"""Shorter texts are not worth a reference."""
+
+
+def _compact(data: dict[str, Any], cluster: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """`data` (a `to_dict`) with each env variable every process has alike in `commonEnv`, once, and every
+    occurrence of a role's address list (as JSON, either spacing) in a value replaced by a reference
+    (`{"ref": NAME}`) to `sharedValues`. Lossless: `_expand` gives `data` back."""
+    shared = {}
+    for role, addresses in cluster.items():
+        for suffix, separators in (("", (", ", ": ")), (",", (",", ":"))):
+            text = json.dumps(list(addresses), separators=separators)
+            if len(text) >= _SHARED_MIN:
+                shared[role + suffix] = text
+    fragments = sorted(shared.items(), key=lambda item: -len(item[1]))
+    processes = [p for r in data["replicas"] for p in r["processes"]]
+    common: dict[str, str] = {}
+    if processes:
+        first = processes[0]["env"]
+        common = {k: v for k, v in first.items() if all(p["env"].get(k, None) == v for p in processes[1:])}
+    out = dict(data)
+    out["cluster"] = {role: list(addresses) for role, addresses in cluster.items()}
+    out["sharedValues"] = shared
+    out["commonEnv"] = {k: _encode(v, fragments) for k, v in common.items()}
+    out["replicas"] = [
+        {
+            **r,
+            "processes": [
+                {**p, "env": {k: _encode(v, fragments) for k, v in p["env"].items() if k not in common}}
+                for p in r["processes"]
+            ],
+        }
+        for r in data["replicas"]
+    ]
+    return out
+
+
+def _encode(value: str, fragments: Sequence[tuple[str, str]]) -> str | list[Any]:
+    pieces: list[Any] = [value]
+    for name, text in fragments:
+        if not any(isinstance(p, str) and text in p for p in pieces):
+            continue
+        split: list[Any] = []
+        for piece in pieces:
+            if not isinstance(piece, str):
+                split.append(piece)
+                continue
+            for i, part in enumerate(piece.split(text)):
+                if i:
+                    split.append({"ref": name})
+                if part:
+                    split.append(part)
+        pieces = split
+    return value if len(pieces) == 1 and isinstance(pieces[0], str) else pieces
+
+
+def _expand(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The `to_dict` form of a record `_compact` wrote."""
+    shared: Mapping[str, str] = data.get("sharedValues") or {}
+
+    def decode(value: str | list[Any]) -> str:
+        if isinstance(value, str):
+            return value
+        return "".join(p if isinstance(p, str) else shared[p["ref"]] for p in value)
+
+    common = {k: decode(v) for k, v in (data.get("commonEnv") or {}).items()}
+    out = {k: v for k, v in data.items() if k not in ("sharedValues", "commonEnv")}
+    out["replicas"] = [
+        {
+            **r,
+            "processes": [
+                {**p, "env": {**common, **{k: decode(v) for k, v in p.get("env", {}).items()}}}
+                for p in r.get("processes", ())
+            ],
+        }
+        for r in data.get("replicas", ())
+    ]
+    return out
 
 
 # -- the user's env ---------------------------------------------------------------------------------------
@@ -254,7 +354,11 @@ def expand_user_env(
 
 
 def _replica(
-    replica: ReplicaPlan, job_name: str, user_env: Sequence[UserVar], machine_env: Mapping[str, str]
+    replica: ReplicaPlan,
+    job_name: str,
+    user_env: Sequence[UserVar],
+    machine_env: Mapping[str, str],
+    metrics_dir: str | None = None,
 ) -> LaunchReplica:
     # Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike.
     pod_fields = {
@@ -266,6 +370,8 @@ def _replica(
     for p in replica.processes:
         # What the machine gives the replica (its GPUs) is there before the user's env, as in a pod.
         base = {**p.env, **machine_env}
+        if metrics_dir is not None:  # a file per process: ranks never share one (the user's env may override)
+            base[env_names.METRICS_FILE] = os.path.join(metrics_dir, f"{p.key}.jsonl")
         processes.append(LaunchProcess(p.key, tuple(p.argv), {**base, **expand_user_env(user_env, base, pod_fields)},
                                        p.local_rank))
     return LaunchReplica(replica.role, replica.index, replica.host, tuple(processes))
@@ -449,6 +555,29 @@ def _program_verdicts(plan: Plan, base_dir: str, refusals: list[Refusal], warnin
                     f"{at}: {var.name!r} is not a shell variable name: the replicas' programs get it (as in a pod), "
                     "but no shell can export it, so `kubetrain attach` shells and `attach --print` lack it"
                 )
+
+
+def missing_scripts(plan: Plan, base_dir: str) -> list[Refusal]:
+    """A refusal per role whose `run.python` script is not there, with the path looked for. Only a real local
+    run asks this: a dry run or a Kubernetes render must not need the file (in a pod, the script is in the
+    image), so `machine_fit` leaves a missing script alone."""
+    spec = plan.job.spec
+    folders = [os.path.join(base_dir, spec.working_dir), base_dir] if spec.working_dir else [base_dir]
+    refusals = []
+    for role, settings in plan.settings.items():
+        run = settings.run
+        if run is None or not run.python or _skipped(run.python[0]):
+            continue
+        script = run.python[0]
+        candidates = [os.path.normpath(os.path.join(folder, script)) for folder in folders]
+        if not any(os.path.exists(c) for c in candidates):
+            looked = " or ".join(dict.fromkeys(candidates))
+            refusals.append(Refusal(
+                (*setting_path(spec, role, "run", "python"), 0),
+                f"script {script} not found: there is no {looked}",
+                "relative paths resolve against workingDir, else the job file's folder; fix the path or the folder",
+            ))
+    return refusals
 
 
 def _skipped(arg: str) -> bool:
@@ -658,6 +787,7 @@ __all__ = [
     "UserVar",
     "expand_user_env",
     "machine_fit",
+    "missing_scripts",
     "setting_path",
     "user_environment",
 ]

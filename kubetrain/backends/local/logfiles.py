@@ -23,7 +23,10 @@ logs`` can then read files from both backends with the same code.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import heapq
+import json
 import os
 import re
 import sys
@@ -45,6 +48,95 @@ from ...contract.logs import (
 #: Longest line kept in one record; longer lines are split into ``P`` records.
 MAX_LINE = 1 << 20
 
+#: A replica's log is rotated once it passes this many bytes (the kubelet's containerLogMaxSize, 10Mi).
+DEFAULT_MAX_SIZE = 10 * 1024 * 1024
+#: Files kept per replica, the one being written included (the kubelet's containerLogMaxFiles).
+DEFAULT_MAX_FILES = 5
+#: Environment variables that set the two above for the supervisor that writes the logs (a size may
+#: carry a Ki/Mi/Gi or K/M/G suffix, as the kubelet's option; 0 turns rotation off).
+ENV_MAX_SIZE = "KUBETRAIN_LOG_MAX_SIZE"
+ENV_MAX_FILES = "KUBETRAIN_LOG_MAX_FILES"
+#: Free space a log writer leaves on its filesystem: output stops being written (and is counted) below
+#: it, so that the job's final status, its conditions and the truncation markers still fit. The job
+#: store keeps a reserve file of its own besides (``store.RESERVE_BYTES``) for when something else
+#: fills the disk. The kubelet's answer to the same problem is its nodefs eviction threshold.
+DISK_HEADROOM = 256 * 1024
+# After a failed write, how long before writing is tried again (statvfs alone can be wrong: quotas).
+_RETRY_AFTER = 0.5
+# Errors that mean "no room": a full disk, a quota, a file size limit.
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+#: Suffix of the file recording what rotation removed from a replica's log (JSON: lines, bytes, files,
+#: until_ns); readers show it as a first record, so every line stays accounted for.
+ROTATED_SUFFIX = ".rotated"
+
+_SIZE_UNITS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "KI": 1024, "MI": 1024**2, "GI": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """``10Mi`` → 10485760, ``500K`` → 500000, ``4096`` → 4096. ValueError on anything else."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]i?)?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (give bytes, or a number with Ki, Mi, Gi, K, M or G)")
+    return int(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").upper()]
+
+
+def rotation_from_env(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(max size, max files) from ``KUBETRAIN_LOG_MAX_SIZE`` / ``KUBETRAIN_LOG_MAX_FILES``, else the
+    kubelet's defaults. A value that does not parse is reported once and the default used: a log
+    setting must not keep a job from running."""
+    env = os.environ if environ is None else environ
+    size, files = DEFAULT_MAX_SIZE, DEFAULT_MAX_FILES
+    if env.get(ENV_MAX_SIZE):
+        try:
+            size = parse_size(env[ENV_MAX_SIZE])
+        except ValueError as e:
+            print(f"kubetrain: {ENV_MAX_SIZE}: {e}; using {DEFAULT_MAX_SIZE}", file=sys.stderr)
+    if env.get(ENV_MAX_FILES):
+        try:
+            files = int(env[ENV_MAX_FILES])
+            if files < 1:
+                raise ValueError
+        except ValueError:
+            files = DEFAULT_MAX_FILES
+            print(f"kubetrain: {ENV_MAX_FILES}: not a whole number >= 1; using {files}", file=sys.stderr)
+    return size, files
+
+
+def rotated_path(path: Path, n: int) -> Path:
+    """The ``n``-th rotated file of ``path`` (``worker-0.log.1`` is the newest); ``path`` itself for 0."""
+    return path if n == 0 else path.with_name(f"{path.name}.{n}")
+
+
+@dataclass
+class Gap:
+    """Output a writer could not write: how much, of what, and why."""
+
+    lines: int = 0  #: records not written (a line longer than MAX_LINE counts once per chunk)
+    bytes: int = 0  #: the replica's bytes in them, newlines included
+    reason: str = ""
+    since_ns: int = 0  #: when the first of them was read
+
+    def add(self, lines: int, nbytes: int, time_ns: int) -> None:
+        if not self.lines:
+            self.since_ns = time_ns
+        self.lines += lines
+        self.bytes += nbytes
+
+    def text(self) -> str:
+        return (
+            f"kubetrain: {self.lines:,} line{'s' if self.lines != 1 else ''} ({_human(self.bytes)}) of output"
+            f" not written here: {self.reason}"
+        )
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} bytes"  # pragma: no cover - unreachable
+
+
 # --------------------------------------------------------------------------- writing
 
 
@@ -52,54 +144,278 @@ class LogWriter:
     """Appends records to one replica's log file.
 
     Records are buffered per pump round and written with one ``write(2)`` on
-    :meth:`flush`, so a reader never sees half a record unless the disk is
-    full, and nothing sits in a user-space buffer if the supervisor is killed.
+    :meth:`flush`, so a reader never sees half a record, and nothing sits in a
+    user-space buffer if the supervisor is killed.
+
+    Never losing a line silently: when the filesystem has less than
+    ``headroom`` bytes free, or a write fails for want of room (a full disk, a
+    quota), the batch is not written but counted (a write cut short is
+    truncated back to the last whole record, so the file stays parsable). Once
+    there is room again, and at the latest when the writer closes, a marker
+    record (``kubetrain: N lines (B) of output not written here: <why>``)
+    goes in where the gap is; :attr:`gaps` keeps every gap, for the caller to
+    report. ``on_gap`` is called once, when the first gap opens.
+
+    Rotation, as the kubelet's: once the file passes ``max_size`` bytes it is
+    renamed ``.1`` (``.1`` to ``.2``, and so on) and a new one started; at
+    most ``max_files`` files are kept, the current one included. What the
+    oldest file held is added to the ``.rotated`` record beside the log
+    (:func:`rotated_away`), which readers show first. ``max_size`` 0: no rotation.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_size: int = 0,
+        max_files: int = DEFAULT_MAX_FILES,
+        headroom: int = DISK_HEADROOM,
+        on_gap: Callable[[Gap], None] | None = None,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._buf: list[bytes] = []
-        self._failed = False
+        self.max_size = max_size
+        self.max_files = max(1, max_files)
+        self.headroom = headroom
+        self._on_gap = on_gap
+        self._fd = self._open()
+        self._size = os.fstat(self._fd).st_size
+        # (record, the replica's bytes in it, when it was read), until the next flush
+        self._buf: list[tuple[bytes, int, int]] = []
+        self._gap: Gap | None = None
+        #: Every gap closed so far, with the one still open (if any) last.
+        self.gaps: list[Gap] = []
+        self.unmarked: Gap | None = None
+        self._retry_at = 0.0
+
+    def _open(self) -> int:
+        # Private to the user: replicas print their environment, credentials included.
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     @property
     def is_open(self) -> bool:
         return self._fd >= 0
 
+    @property
+    def dropped(self) -> Gap:
+        """Every gap so far summed up (reason: the last one's)."""
+        total = Gap(reason=self.gaps[-1].reason if self.gaps else "")
+        for gap in self.gaps:
+            total.lines += gap.lines
+            total.bytes += gap.bytes
+        return total
+
     def add(self, time_ns: int, stream: str, line: bytes, partial: bool = False) -> None:
-        self._buf.append(
-            b"%s %s %s %s\n" % (format_timestamp(time_ns), stream.encode(), b"P" if partial else b"F", line)
-        )
+        record = b"%s %s %s %s\n" % (format_timestamp(time_ns), stream.encode(), b"P" if partial else b"F", line)
+        self._buf.append((record, len(line) + (0 if partial else 1), time_ns))
 
     def flush(self) -> None:
         if not self._buf or self._fd < 0:
             return
-        data = memoryview(b"".join(self._buf))
-        self._buf.clear()
-        while data:
-            try:
-                n = os.write(self._fd, data)
-            except InterruptedError:
-                continue
-            except OSError as e:
-                # A full disk must not take the job down: report once and drop the batch.
-                if not self._failed:
-                    self._failed = True
-                    print(f"kubetrain: cannot write {self.path}: {e}", file=sys.stderr)
-                return
-            data = data[n:]
+        batch, self._buf = self._buf, []
+        i = 0
+        while i < len(batch):
+            # Rotation cuts at record boundaries, so no file passes max_size (save by a record longer than it).
+            if self.max_size and self._size and self._size + len(batch[i][0]) > self.max_size:
+                self._rotate()
+            room = self.max_size - self._size if self.max_size else None
+            j, size = i, 0
+            while j < len(batch) and (room is None or j == i or size + len(batch[j][0]) <= room):
+                size += len(batch[j][0])
+                j += 1
+            self._flush_records(batch[i:j], size)
+            i = j
+
+    def _flush_records(self, records: list[tuple[bytes, int, int]], size: int) -> None:
+        why = self._no_room(size)
+        if why is None and self._gap is not None:
+            why = self._write_gap_marker()
+        if why is None:
+            why = self._write(b"".join(r[0] for r in records))
+        if why is not None:
+            self._count_gap(len(records), sum(r[1] for r in records), records[0][2], why)
 
     def close(self) -> None:
         if self._fd >= 0:
             self.flush()
+            if self._gap is not None:
+                # The replica is done: the marker goes in now, into the headroom kept for it.
+                self._write_gap_marker(force=True)
+            #: A gap whose marker could not be written even then (a disk something else filled to the
+            #: last block, and no record of ours to cut): for the caller to append once there is room.
+            self.unmarked = self._gap
             os.close(self._fd)
             self._fd = -1
+
+    # -- room ---------------------------------------------------------------------------------------
+
+    def _no_room(self, size: int) -> str | None:
+        """Why ``size`` more bytes must not be written now, or None."""
+        if self._gap is not None and time.monotonic() < self._retry_at:
+            return self._gap.reason
+        try:
+            st = os.fstatvfs(self._fd)
+        except OSError:
+            return None
+        free = st.f_bavail * st.f_frsize
+        # Once stopped, wait for twice the headroom: writing a little and stopping again, over and
+        # over, would spread the output in small pieces between markers.
+        need = self.headroom * (2 if self._gap is not None else 1) + size
+        if st.f_blocks and free < need:
+            return f"the disk is full (less than {_human(self.headroom)} free on the filesystem of {self.path.parent})"
+        return None
+
+    def _write(self, data: bytes) -> str | None:
+        """Write ``data`` whole; on a failure for want of room, undo the part written and say why."""
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._fd, view)
+            except InterruptedError:
+                continue
+            except OSError as e:
+                if view.nbytes != len(data):
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self._fd, self._size)
+                self._retry_at = time.monotonic() + _RETRY_AFTER
+                if e.errno in _NO_ROOM:
+                    return f"{os.strerror(e.errno or 0).lower()} ({self.path.parent})"
+                return f"cannot write {self.path}: {e.strerror}"
+            view = view[n:]
+        self._size += len(data)
+        return None
+
+    def _count_gap(self, lines: int, nbytes: int, time_ns: int, why: str) -> None:
+        if self._gap is None:
+            self._gap = Gap(reason=why)
+            self.gaps.append(self._gap)
+            if self._on_gap is not None:
+                self._on_gap(self._gap)
+        self._gap.add(lines, nbytes, time_ns)
+
+    def _write_gap_marker(self, force: bool = False) -> str | None:
+        """Close the open gap with its marker record. ``force``: even into the headroom, cutting the
+        file's last records if that is what it takes (they are then counted in the marker)."""
+        gap = self._gap
+        assert gap is not None
+        record = b"%s stderr F %s\n" % (format_timestamp(time.time_ns()), gap.text().encode())
+        why = self._write(record)
+        if why is not None and force:
+            self._make_room(gap, len(record))
+            record = b"%s stderr F %s\n" % (format_timestamp(time.time_ns()), gap.text().encode())
+            why = self._write(record)
+        if why is None:
+            self._gap = None
+        return why
+
+    def _make_room(self, gap: Gap, size: int) -> None:
+        """Cut whole records off the end of the file (a block's worth more than ``size``), counting them
+        in ``gap``: on a disk someone else filled, the marker must still fit."""
+        want = self._size - size - os.fstatvfs(self._fd).f_bsize
+        if want <= 0:
+            cut = 0
+        else:
+            with open(self.path, "rb") as f:
+                cut = _boundary_at(f, want)
+        with open(self.path, "rb") as f:
+            f.seek(cut)
+            for raw in f.read(self._size - cut).split(b"\n")[:-1]:
+                rec = raw.split(b" ", 3)
+                gap.add(1, (len(rec[3]) if len(rec) == 4 else 0) + (rec[2:3] == [b"F"]), gap.since_ns)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, cut)
+            self._size = cut
+
+    # -- rotation -----------------------------------------------------------------------------------
+
+    def _rotate(self) -> None:
+        """log → log.1 → log.2 …; the file past ``max_files`` is removed and accounted for."""
+        keep = self.max_files - 1
+        if keep <= 0:
+            _forget(self.path, self.path, self.max_size, self.max_files)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            self._size = 0
+            return
+        oldest = rotated_path(self.path, keep)
+        if oldest.exists():
+            _forget(self.path, oldest, self.max_size, self.max_files)
+        for n in range(keep - 1, -1, -1):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(rotated_path(self.path, n), rotated_path(self.path, n + 1))
+        os.close(self._fd)
+        self._fd = self._open()
+        self._size = 0
+
+
+def _forget(log: Path, path: Path, max_size: int, max_files: int) -> None:
+    """Remove ``path``, a rotated file of ``log``, adding what it held to the ``.rotated`` record."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return
+    lines = data.count(b"\n")
+    last = data[: data.rfind(b"\n")].rsplit(b"\n", 1)[-1] if lines else b""
+    until = parse_timestamp(last.split(b" ", 1)[0]) or 0
+    before = rotated_away(log)
+    record = {
+        "lines": before["lines"] + lines,
+        "bytes": before["bytes"] + len(data),
+        "files": before["files"] + 1,
+        "until_ns": max(before["until_ns"], until),
+        "max_size": max_size,
+        "max_files": max_files,
+    }
+    side = log.with_name(log.name + ROTATED_SUFFIX)
+    tmp = side.with_name(side.name + ".tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, side)
+    if path == log:
+        return  # truncated in place by the caller (one file kept)
+    path.unlink(missing_ok=True)
+
+
+def rotated_away(path: Path) -> dict[str, int]:
+    """What rotation removed from the log ``path`` so far: lines (records), bytes, files and the time of
+    the last record removed (``until_ns``); zeros when nothing was."""
+    try:
+        data = json.loads(path.with_name(path.name + ROTATED_SUFFIX).read_text())
+        return {k: int(data.get(k, 0)) for k in _ROTATED_KEYS}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return dict.fromkeys(_ROTATED_KEYS, 0)
+
+
+_ROTATED_KEYS = ("lines", "bytes", "files", "until_ns", "max_size", "max_files")
+
+
+def rotation_marker(path: Path, key: str = "") -> LogRecord | None:
+    """The record readers show first for what rotation removed from ``path``, or None."""
+    gone = rotated_away(path)
+    if not gone["lines"]:
+        return None
+    text = (
+        f"kubetrain: {gone['lines']:,} earlier line{'s' if gone['lines'] != 1 else ''}"
+        f" ({_human(gone['bytes'])} in {gone['files']} file{'s' if gone['files'] != 1 else ''})"
+        f" rotated away (a replica's log keeps {gone['max_files']} files of {_human(gone['max_size'])};"
+        f" {ENV_MAX_SIZE} and {ENV_MAX_FILES} set that)"
+    )
+    return LogRecord(gone["until_ns"], "stderr", text, False, key)
+
+
+def log_files(path: Path) -> list[Path]:
+    """The files of one replica's log, oldest first: the rotated ones (``.N`` … ``.1``), then ``path``."""
+    rotated = []
+    n = 1
+    while (p := rotated_path(path, n)).exists():
+        rotated.append(p)
+        n += 1
+    return [*reversed(rotated), path]
 
 
 def append_note(path: Path, text: str, stream: str = "stderr") -> None:
     """Append one record to a log file from outside a running process group."""
-    writer = LogWriter(path)
+    writer = LogWriter(path, headroom=0)
     try:
         for line in text.splitlines() or [""]:
             writer.add(time.time_ns(), stream, line.encode("utf-8", "replace"))
@@ -286,18 +602,68 @@ def iter_log(
     key: str = "",
     offset: int = 0,
 ) -> Iterator[LogRecord]:
-    """The records of one log file, oldest first.
+    """The records of one replica's log, oldest first, across its rotated files (``.N`` … ``.1``, then
+    ``path``), after a record saying what rotation removed, if it removed anything.
 
     ``since``/``until``: a datetime, epoch seconds, or a timedelta meaning "that
     long ago"; ``until`` is exclusive. ``grep`` is searched in each line
     (``re.search``). ``streams`` keeps only those streams. ``tail`` keeps the
-    last N records that pass the other filters. ``offset``: only the records
-    from there on, typically the file's size remembered earlier, to read what
-    was appended since (no clock involved); a file now shorter than that was
-    truncated or replaced and is read from its start. The file is read up to
-    its last newline as of the first ``next()``; a missing file has no records.
+    last N records that pass the other filters. ``offset``: only the records of
+    ``path`` itself from there on, typically the file's size remembered earlier,
+    to read what was appended since (no clock involved); a file now shorter than
+    that was truncated, replaced or rotated and is read from its start. Each file
+    is read up to its last newline as of the first ``next()``; a missing file has
+    no records.
     """
     flt = make_filter(since, until, grep, streams)
+    if offset:
+        yield from _iter_file(path, flt, tail, key, offset)
+        return
+    files = _open_all(log_files(path))
+    try:
+        marker = rotation_marker(path, key)
+        if marker is not None and not (flt.accepts(marker) and (flt.until is None or marker.time_ns < flt.until)):
+            marker = None
+        if tail is None:
+            if marker is not None:
+                yield marker
+            for f in files:
+                size = os.fstat(f.fileno()).st_size
+                yield from _iter_range(f, 0, _complete_end(f, size), flt, None, key)
+            return
+        picked: list[LogRecord] = []
+        for f in reversed(files):  # newest first, until enough
+            if len(picked) >= tail:
+                break
+            size = os.fstat(f.fileno()).st_size
+            picked[:0] = _iter_range(f, 0, _complete_end(f, size), flt, tail - len(picked), key)
+        if marker is not None and len(picked) < tail:
+            picked.insert(0, marker)
+        yield from picked
+    finally:
+        for f in files:
+            f.close()
+
+
+def _open_all(paths: list[Path]) -> list[BinaryIO]:
+    """The files that exist, opened (each once: a rotation while they are listed can show a file twice)."""
+    out: list[BinaryIO] = []
+    seen: set[int] = set()
+    for p in paths:
+        try:
+            f = open(p, "rb")  # noqa: SIM115 - the caller closes them
+        except FileNotFoundError:
+            continue
+        ino = os.fstat(f.fileno()).st_ino
+        if ino in seen:
+            f.close()
+            continue
+        seen.add(ino)
+        out.append(f)
+    return out
+
+
+def _iter_file(path: Path, flt: LogFilter, tail: int | None, key: str, offset: int) -> Iterator[LogRecord]:
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, and must stay open across yields
     except FileNotFoundError:
@@ -331,51 +697,111 @@ def merge_logs(
 
 @dataclass
 class _Follower:
+    """One replica's log, followed: the file being written is kept open, so that when it is rotated
+    what was appended to it before the rotation is still read, then the files after it."""
+
     key: str
     path: Path
     offset: int = 0
     pending: bytes = b""
-    inode: int | None = None
+    file: BinaryIO | None = None
 
     def history(self, flt: LogFilter, tail: int | None) -> Iterator[LogRecord]:
         """The records present now; later records are left to :meth:`read_new`."""
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below, across yields
+            self.file = open(self.path, "rb")  # noqa: SIM115 - kept open while following, see close()
         except FileNotFoundError:
-            return
-        with f:
-            self.inode = os.fstat(f.fileno()).st_ino
-            # Fixed before the first record is yielded, so that history and
-            # following neither overlap nor leave a gap.
-            self.offset = _complete_end(f, os.fstat(f.fileno()).st_size)
-            yield from _iter_range(f, 0, self.offset, flt, tail, self.key)
+            self.file = None
+        # Fixed before the first record is yielded, so that history and following neither overlap nor
+        # leave a gap; the rotated files are complete.
+        if self.file is not None:
+            self.offset = _complete_end(self.file, os.fstat(self.file.fileno()).st_size)
+        marker = rotation_marker(self.path, self.key)
+        older = _open_all(log_files(self.path)[:-1])
+        try:
+            sources = [(f, _complete_end(f, os.fstat(f.fileno()).st_size)) for f in older]
+            if self.file is not None:
+                sources.append((self.file, self.offset))
+            if tail is None:
+                if marker is not None and flt.accepts(marker):
+                    yield marker
+                for f, end in sources:
+                    yield from _iter_range(f, 0, end, flt, None, self.key)
+                return
+            picked: list[LogRecord] = []
+            for f, end in reversed(sources):
+                if len(picked) >= tail:
+                    break
+                picked[:0] = _iter_range(f, 0, end, flt, tail - len(picked), self.key)
+            if marker is not None and len(picked) < tail and flt.accepts(marker):
+                picked.insert(0, marker)
+            yield from picked
+        finally:
+            for f in older:
+                f.close()
 
     def read_new(self, flt: LogFilter) -> list[LogRecord]:
+        out: list[LogRecord] = []
+        if self.file is None:
+            try:
+                self.file = open(self.path, "rb")  # noqa: SIM115 - kept open while following
+            except FileNotFoundError:
+                return out
+            self.offset, self.pending = 0, b""
+        self._read_rest(flt, out)
         try:
-            f = open(self.path, "rb")  # noqa: SIM115
+            st = os.stat(self.path)
         except FileNotFoundError:
-            return []
-        with f:
-            st = os.fstat(f.fileno())
-            if self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset):
-                # Replaced or truncated: start over on the new content.
-                self.offset, self.pending = 0, b""
-            self.inode = st.st_ino
-            f.seek(self.offset)
-            data = f.read()
+            return out  # between a rotation's rename and the new file: next round
+        mine = os.fstat(self.file.fileno())
+        if st.st_ino != mine.st_ino:
+            # Rotated: what was left of the old file is read above; then the files written after it. A
+            # complete file's last record without its newline (cut by a crash) is not one.
+            self.pending = b""
+            for p in self._after(mine.st_ino):
+                with contextlib.suppress(FileNotFoundError), open(p, "rb") as f:
+                    self._parse(f.read(), flt, out)
+                self.pending = b""
+            self.file.close()
+            self.file = None
+            return out + self.read_new(flt)
+        if mine.st_size < self.offset:  # truncated in place: start over on the new content
+            self.offset, self.pending = 0, b""
+            self._read_rest(flt, out)
+        return out
+
+    def _after(self, ino: int) -> list[Path]:
+        """The rotated files newer than the one with inode ``ino`` (rotated more than once meanwhile)."""
+        files = log_files(self.path)[:-1]
+        for i, p in enumerate(files):
+            with contextlib.suppress(FileNotFoundError):
+                if p.stat().st_ino == ino:
+                    return files[i + 1 :]
+        return []
+
+    def _read_rest(self, flt: LogFilter, out: list[LogRecord]) -> None:
+        assert self.file is not None
+        self.file.seek(self.offset)
+        data = self.file.read()
         self.offset += len(data)
+        self._parse(data, flt, out)
+
+    def _parse(self, data: bytes, flt: LogFilter, out: list[LogRecord]) -> None:
         data = self.pending + data
         cut = data.rfind(b"\n")
         if cut < 0:
             self.pending = data
-            return []
+            return
         self.pending = data[cut + 1 :]
-        out = []
         for raw in data[:cut].split(b"\n"):
             rec = parse_record(raw, self.key)
             if rec is not None and flt.accepts(rec):
                 out.append(rec)
-        return out
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
 
 
 def follow_log(
@@ -408,17 +834,21 @@ def follow_log(
         first = next(h, None)
         if first is not None:
             primed.append(_chain_first(first, h))
-    yield from heapq.merge(*primed, key=lambda r: r.time_ns)
-    while True:
-        stopping = until()
-        batch: list[LogRecord] = []
+    try:
+        yield from heapq.merge(*primed, key=lambda r: r.time_ns)
+        while True:
+            stopping = until()
+            batch: list[LogRecord] = []
+            for fol in followers:
+                batch.extend(fol.read_new(flt))
+            batch.sort(key=lambda r: r.time_ns)
+            yield from batch
+            if stopping:
+                return
+            time.sleep(poll_interval)
+    finally:
         for fol in followers:
-            batch.extend(fol.read_new(flt))
-        batch.sort(key=lambda r: r.time_ns)
-        yield from batch
-        if stopping:
-            return
-        time.sleep(poll_interval)
+            fol.close()
 
 
 def _chain_first(first: LogRecord, rest: Iterator[LogRecord]) -> Iterator[LogRecord]:

@@ -65,9 +65,14 @@ Every replica gets one variable added to its environment,
 see: a descendant that clears its environment (``env -i``) or runs set-uid
 survives a crash of the supervisor; a child the supervisor *forks* (not
 spawns) keeps the watchdog pipe open until it exits; the supervisor must not
-reap children itself (``os.wait()``, SIGCHLD set to SIG_IGN). Writing live
-output blocks on a stalled terminal, as with any launcher; the log files are
-written before it.
+reap children itself (``os.wait()``, SIGCHLD set to SIG_IGN).
+
+Output: every line goes to the replica's log file first (``logfiles.LogWriter``:
+rotated past a size, and on a full disk counted and marked, never silently
+lost), then to the live output, which a thread of its own feeds to the sink
+(``live_output``): a terminal that stops reading never holds up the log files
+or this loop; lines it cannot take are dropped from the terminal only, with a
+count. Trouble with a log (a full disk) is reported through ``on_log_notice``.
 
 A ProcessGroup is not thread-safe, except :meth:`ProcessGroup.wake` and
 :meth:`ProcessGroup.hurry`.
@@ -86,14 +91,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubetrain.backends.local import _watchdog
 from kubetrain.backends.local._preload_server import TAG_ROOM
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
-from kubetrain.backends.local.logfiles import LineAssembler, LogWriter, append_note
+from kubetrain.backends.local.live_output import LiveOutput
+from kubetrain.backends.local.logfiles import Gap, LineAssembler, LogWriter, append_note, rotation_from_env
 from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
 from kubetrain.backends.local.procfs import proc_start_time
 from kubetrain.contract.logs import LogSink
@@ -104,6 +110,7 @@ __all__ = [
     "TAG_VAR",
     "ExitEvent",
     "LaunchSpec",
+    "LogNotice",
     "ProcessGroup",
     "find_program",
     "kill_recorded",
@@ -161,6 +168,16 @@ class ExitEvent:
     pid: int  #: 0 when the replica could not be started
     returncode: int  #: negative: killed by signal -N; 127/126: program not found / not executable
     time: float  #: wall clock (time.time()) when the exit was seen
+
+
+@dataclass(frozen=True)
+class LogNotice:
+    """Trouble writing a replica's log (a full disk): said once when it starts (``first``, for the
+    terminal), and for each replica whose log closed with lines missing (for the job's record)."""
+
+    key: str
+    message: str
+    first: bool
 
 
 def find_program(argv0: str, env: Mapping[str, str], cwd: str | None = None) -> str:
@@ -290,9 +307,25 @@ class ProcessGroup:
     Usable as a context manager; leaving it calls :meth:`close`.
     """
 
-    def __init__(self, specs: Sequence[LaunchSpec], sink: LogSink | None = None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[LaunchSpec],
+        sink: LogSink | None = None,
+        *,
+        job: str | None = None,
+        on_log_notice: Callable[[LogNotice], None] | None = None,
+        log_rotation: tuple[int, int] | None = None,
+    ) -> None:
+        """``sink``: where the live output goes, fed by a thread (``live_output``); ``job``: the job id its
+        notes name (``kubetrain logs ID``). ``log_rotation``: (max size, max files) of each replica's
+        log (default: ``KUBETRAIN_LOG_MAX_SIZE``/``_FILES``, else the kubelet's 10Mi and 5)."""
         self._specs = self._check_specs(specs)
-        self._sink = sink
+        self._sink = LiveOutput(sink, job=job) if sink is not None else None
+        self._job = job
+        self._on_log_notice = on_log_notice
+        self._rotation = log_rotation if log_rotation is not None else rotation_from_env()
+        self._said_full = False
+        self._unmarked: list[tuple[Path, Gap]] = []
         #: Names this group's processes in their environment (``KUBETRAIN_LOCAL_TAG``).
         self.token = secrets.token_hex(8)
         self._serial = 0
@@ -341,6 +374,7 @@ class ProcessGroup:
         if specs is not None:
             self._specs = self._check_specs(specs)
         self._finish_streams(0.0)
+        self._mark_gaps()
         self._ensure_watchdog()
         prefix = _pdeathsig_prefix()
         if self._sink is not None:
@@ -350,7 +384,7 @@ class ProcessGroup:
         logs: list[LogWriter] = []
         try:
             for spec in self._specs:
-                logs.append(LogWriter(spec.log_path))
+                logs.append(self._log_writer(spec))
         except OSError:
             for log in logs:
                 log.close()
@@ -477,7 +511,10 @@ class ProcessGroup:
                 if r.pidfd >= 0:  # only a replica stuck past the SIGKILL wait
                     os.close(r.pidfd)
                     r.pidfd = -1
-                r.log.close()
+                self._close_log(r)
+            self._mark_gaps()
+            if self._sink is not None:
+                self._sink.close()
             self._sel.close()
             fd, self._wake_fd = self._wake_fd, -1
             os.close(fd)
@@ -677,7 +714,7 @@ class ProcessGroup:
     def _spawn_failed(self, r: _Replica, code: int, message: str) -> None:
         r.returncode = code
         self._emit(r, "stderr", [(f"kubetrain: {message}".encode(), False)], time.time_ns())
-        r.log.close()
+        self._close_log(r)
         self._pending.append(ExitEvent(r.spec.key, 0, code, time.time()))
 
     # ------------------------------------------------------------------ the loop
@@ -719,7 +756,7 @@ class ProcessGroup:
             if r.streams:
                 self._draining.add(r)
             else:
-                r.log.close()
+                self._close_log(r)
             self._pending.append(ExitEvent(r.spec.key, r.pid, r.returncode, now))
 
     def _reap(self, r: _Replica) -> int:
@@ -757,9 +794,56 @@ class ProcessGroup:
         os.close(s.fd)
         r.streams.remove(s)
         if not r.streams and not r.live:
-            r.log.flush()
-            r.log.close()
+            self._close_log(r)
             self._draining.discard(r)
+
+    def _log_writer(self, spec: LaunchSpec) -> LogWriter:
+        max_size, max_files = self._rotation
+        return LogWriter(
+            spec.log_path,
+            max_size=max_size,
+            max_files=max_files,
+            on_gap=lambda gap: self._log_gap(spec.key, gap),
+        )
+
+    def _log_gap(self, key: str, gap: Gap) -> None:
+        """A replica's log stopped taking lines: said once per group, for the terminal."""
+        if self._said_full or self._on_log_notice is None:
+            return
+        self._said_full = True
+        where = f"kubetrain describe {self._job}" if self._job else "its log"
+        self._on_log_notice(
+            LogNotice(key, f"{key}: output not written to the log: {gap.reason}; counted and marked ({where})", True)
+        )
+
+    def _close_log(self, r: _Replica) -> None:
+        """Close a replica's log; lines it could not take are reported (once: closing again is a no-op)."""
+        if not r.log.is_open:
+            return
+        r.log.close()
+        if r.log.unmarked is not None:
+            self._unmarked.append((r.log.path, r.log.unmarked))
+        if r.log.gaps and self._on_log_notice is not None:
+            lost = r.log.dropped
+            self._on_log_notice(
+                LogNotice(
+                    r.spec.key,
+                    f"{r.spec.key}: {lost.lines:,} line{'s' if lost.lines != 1 else ''} ({lost.bytes:,} bytes)"
+                    f" of output not written to {r.log.path}: {lost.reason}; a marker in the log says where",
+                    False,
+                )
+            )
+
+    def _mark_gaps(self) -> None:
+        """Append the markers that found no room when their logs closed (the job store has given its
+        reserve back by the time the job's end is recorded, so there is room now, usually)."""
+        left = []
+        for path, gap in self._unmarked:
+            try:
+                append_note(path, gap.text())
+            except OSError:
+                left.append((path, gap))
+        self._unmarked = left
 
     def _emit(self, r: _Replica, stream: str, lines: list[tuple[bytes, bool]], time_ns: int) -> None:
         if not lines:

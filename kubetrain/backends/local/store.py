@@ -40,7 +40,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -66,6 +66,12 @@ DB_NAME = "jobs.db"
 LOGS_DIR = "logs"
 #: How long a writer waits for another writer's transaction before giving up.
 BUSY_TIMEOUT_MS = 5000
+#: Space kept for the store's own writes on a disk that fills up: a job's final status must be
+#: recorded even when its replicas (their checkpoints, their output) filled the disk. A file of this
+#: size, created with each job, is removed as soon as a write finds less than RESERVE_LOW free.
+RESERVE_NAME = "jobs.db.reserve"
+RESERVE_BYTES = 256 * 1024
+RESERVE_LOW = 128 * 1024
 
 # kubectl's generateName alphabet: no vowels (no accidental words), no 0/1/3 (no o/l/e look-alikes).
 _ID_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -140,6 +146,10 @@ def state_dir() -> Path:
 def _writable(path: Path) -> bool:
     """Writable by this user: the mode's owner write bit (which even root honours here), and access(2)."""
     return bool(path.stat().st_mode & 0o200) and os.access(path, os.W_OK)
+
+
+def _is_full(exc: sqlite3.DatabaseError) -> bool:
+    return "disk is full" in str(exc) or getattr(exc, "sqlite_errorcode", None) == 13  # SQLITE_FULL
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -384,6 +394,8 @@ class JobStore:
             todo = f"check that {self.root} exists and is writable, or point ${ENV_HOME} elsewhere"
         elif "locked" in cause or "busy" in cause:
             todo = "another kubetrain holds it; try again"
+        elif _is_full(exc):
+            todo = f"no space left on the disk of {self.root}: free some (df {self.root}), then try again"
         else:
             todo = f"move {self.db_path} aside to start an empty store"
         return StoreError(f"{self.db_path}: {cause} — {todo}")
@@ -459,6 +471,8 @@ class JobStore:
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock:
             conn = self._connection()
+            if write:
+                self._keep_room()
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
@@ -467,12 +481,69 @@ class JobStore:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
-                conn.execute("COMMIT")
+                self._commit(conn)
             except sqlite3.IntegrityError:
                 raise
             except sqlite3.DatabaseError as exc:
-                # A store damaged or made read-only after it was opened: a message, not a traceback.
+                if conn.in_transaction:
+                    with suppress(sqlite3.DatabaseError):
+                        conn.execute("ROLLBACK")
+                # A store damaged, made read-only or out of space after it was opened: a message, not a traceback.
                 raise self._store_error(exc) from None
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            # A full disk fails the COMMIT with the transaction still open: with the reserve freed it fits.
+            if not (_is_full(exc) and conn.in_transaction and self.release_reserve()):
+                raise
+            conn.execute("COMMIT")
+
+    # --- room on a filling disk ---------------------------------------------------------------------
+
+    @property
+    def reserve_path(self) -> Path:
+        return self.root / RESERVE_NAME
+
+    def _keep_room(self) -> None:
+        """Before a write: on a disk nearly full, give the reserve back so that this write fits."""
+        try:
+            st = os.statvfs(self.root)
+        except OSError:
+            return
+        if st.f_blocks and st.f_bavail * st.f_frsize < RESERVE_LOW:
+            self.release_reserve()
+
+    def release_reserve(self) -> bool:
+        """Remove the reserve file; True if there was one."""
+        try:
+            os.unlink(self.reserve_path)
+        except OSError:
+            return False
+        return True
+
+    def ensure_reserve(self) -> None:
+        """Create the reserve file where there is none (and room for it); never fails."""
+        path = self.reserve_path
+        if path.exists():
+            return
+        try:
+            st = os.statvfs(self.root)
+            if st.f_blocks and st.f_bavail * st.f_frsize < RESERVE_BYTES + 2 * RESERVE_LOW:
+                return  # taking it now would leave the disk nearly full: the next job tries again
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            os.close(fd)
+            fd = -1
+            path.unlink(missing_ok=True)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def close(self) -> None:
         with self._lock:
@@ -571,6 +642,7 @@ class JobStore:
             except sqlite3.IntegrityError:
                 continue  # the random suffix collided with an existing job: draw again
             self.log_dir(job_id).mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.ensure_reserve()
             return job_id
         raise StoreError(f"could not find a free job id for {name!r}")
 
@@ -606,15 +678,17 @@ class JobStore:
         condition: Condition | None = None,
         *,
         expect: Collection[JobPhase] | None = None,
+        at: float | None = None,
     ) -> bool:
         """Move the job to ``phase`` with this reason and message (None clears them), in one transaction.
 
         Returns False, changing nothing, when the job is in a terminal phase already (the first
         ending wins: a cancel racing a success must not flip it back) or, with ``expect``, when
         the current phase is not one of those. Entering Running stamps ``started_at`` once;
-        entering a terminal phase stamps ``finished_at``.
+        entering a terminal phase stamps ``finished_at``: ``at`` (epoch seconds; a supervisor found
+        dead ended when it last gave a sign of life), else now.
         """
-        now = time.time()
+        now = time.time() if at is None else at
         with self._tx(write=True) as conn:
             row = conn.execute("SELECT phase FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:

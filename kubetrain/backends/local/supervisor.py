@@ -8,12 +8,15 @@ nor any framework, so a detached supervisor starts in a few milliseconds of Pyth
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +25,8 @@ from ...contract.logs import LogSink
 from ...status import REASON_STOPPED, Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 from .launch import LaunchRecord
 from .logfiles import iter_log
-from .processes import ExitEvent, LaunchSpec, ProcessGroup
+from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup, kill_recorded
+from .procfs import pid_alive, proc_start_time
 from .store import JobNotFoundError, JobStore, RequestKind
 
 DEFAULT_GRACE = 5.0
@@ -33,12 +37,111 @@ HOLD_ARGV = ("sleep", "infinity")
 """What a replica runs in runMode Debug instead of the program: `kubetrain attach` runs it by hand."""
 
 REASON_BACKOFF = "BackOff"
+REASON_CANCELLED = "Cancelled"
+"""A replica's reason when a cancel stopped it (`status.describe_exit`: "stopped by cancel (SIGTERM)")."""
+REASON_SUSPENDED = "Suspended"
+"""A replica's reason when a suspend stopped it: Pending again, until the job is resumed."""
 """The job's reason while it waits out the back-off before restarting its replicas (as a pod's)."""
 REQUEST_POLL = 0.5
+"""How often the store is read for a request that came without a signal: while backing off, and always
+when the supervisor runs in a thread other than the main one (it has no signal handlers there)."""
 MAX_WAIT = 3600.0
 """The longest single wait: a deadline of days or years is reached in waits of this length, since
 `select` refuses timeouts beyond its platform's limit (OverflowError)."""
-"""While backing off, how often the store is read for a request that came without a signal."""
+HEARTBEAT = 1.0
+"""Seconds between the supervisor's heartbeats (its state file touched): when it dies, however it dies, the
+job's Finished time is its last heartbeat, not the time someone next looked."""
+STATE_FILE = "supervisor.json"
+"""The supervisor's state file, in the job's log folder: who supervises the job and how to reach it."""
+
+BY_CTRL_C = "cancelled by Ctrl-C"
+"""The message of a job cancelled by Ctrl-C (`kubetrain.run` re-raises KeyboardInterrupt on it)."""
+BY_HANGUP = "cancelled: its terminal closed (SIGHUP)"
+BY_SIGTERM = "cancelled: the supervisor received SIGTERM"
+
+
+# -- the state file: who supervises a job, whether signals reach it, and its heartbeat ----------------------
+
+
+@dataclass(frozen=True)
+class SupervisorState:
+    """What a job's state file says (`STATE_FILE`): written by the process that created the job (until a
+    supervisor takes over), then by its supervisor, whose heartbeat keeps the file's time fresh."""
+
+    pid: int
+    start_time: int | None
+    supervising: bool
+    """False: the process that created the job, which has not started it yet."""
+    signals: bool
+    """A SIGTERM wakes it to read a request; False: it polls the store (it runs in a thread of a program
+    whose signals are the program's: a SIGTERM would end the program)."""
+    detached: bool
+    """A supervisor process of its own (`run --detach`, `resume`): nobody else's program, so it may be killed."""
+    heartbeat: float
+    """The file's modification time: the last sign of life."""
+
+    def alive(self) -> bool:
+        return pid_alive(self.pid, self.start_time)
+
+
+def state_path(store: JobStore, job_id: str) -> Path:
+    return store.log_dir(job_id) / STATE_FILE
+
+
+def write_state(path: Path, pid: int, *, supervising: bool, signals: bool, detached: bool) -> None:
+    """Write the state file whole (a rename: a reader never sees half of it). Best effort: a full disk or a
+    folder gone must not stop a job, which then only lacks what the file tells."""
+    data = {
+        "pid": pid,
+        "startTime": proc_start_time(pid),
+        "supervising": supervising,
+        "signals": signals,
+        "detached": detached,
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    with contextlib.suppress(OSError):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with open(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+
+
+def read_state(path: Path) -> SupervisorState | None:
+    """The state file, or None when there is none (a job of an earlier kubetrain) or it cannot be read."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+            heartbeat = os.fstat(f.fileno()).st_mtime
+        return SupervisorState(
+            pid=int(data["pid"]),
+            start_time=None if data.get("startTime") is None else int(data["startTime"]),
+            supervising=bool(data.get("supervising", True)),
+            signals=bool(data.get("signals", True)),
+            detached=bool(data.get("detached", False)),
+            heartbeat=heartbeat,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class _Heartbeat:
+    """Touches the state file every `HEARTBEAT` seconds from a thread of its own: the file's time says when
+    the supervisor was last alive, whatever its control loop is doing (starting replicas, a grace period)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="kubetrain-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT):
+            with contextlib.suppress(OSError):
+                os.utime(self._path)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def replica_base_env(environ: Mapping[str, str], python: str, keys: list[str]) -> dict[str, str]:
@@ -70,12 +173,15 @@ class Supervisor:
         sink: LogSink | None = None,
         grace: float = DEFAULT_GRACE,
         on_event: Callable[[str], None] | None = None,
+        detached: bool = False,
     ) -> None:
+        """`detached`: this process exists only to supervise the job (`python -m ...supervisor`)."""
         self.store = store
         self.job_id = job_id
         self.sink = sink
         self.grace = grace
         self.on_event = on_event or (lambda text: None)
+        self.detached = detached
         plan_json = store.get_plan_json(job_id)
         if plan_json is None:
             raise RuntimeError(f"job {job_id} has no launch record")
@@ -85,6 +191,9 @@ class Supervisor:
         self.debug = self.record.run_mode == "Debug"
         self._interrupts = 0
         self._terminated = False
+        self._hangup = False
+        self._signals = threading.current_thread() is threading.main_thread()
+        """Signal handlers can be had only in the main thread; elsewhere requests are polled for."""
         self._cancel_message = "cancelled by request"
         self._group: ProcessGroup | None = None
         self._exits: dict[tuple[str, int], dict[str, int]] = {}
@@ -139,9 +248,16 @@ class Supervisor:
         """Run the job to a terminal phase (or Suspended). Returns the phase recorded."""
         store, job_id = self.store, self.job_id
         # Handlers first: `kubetrain cancel` signals the pid recorded next, and must not kill us mid-start.
+        # Only the main thread can have them: run from another thread (`kubetrain.run` in a worker thread),
+        # the supervisor says so in its state file, and `cancel` then leaves the request for it to poll.
         self._wake_fds = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if self._signals else ()
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in handled}
+        heartbeat: _Heartbeat | None = None
         try:
+            path = state_path(store, job_id)
+            write_state(path, os.getpid(), supervising=True, signals=self._signals, detached=self.detached)
+            heartbeat = _Heartbeat(path)
             store.set_supervisor(job_id, os.getpid())
             early = self._before_start()
             if early is not None:
@@ -149,11 +265,13 @@ class Supervisor:
             specs = self._specs()
             self._log_paths = {spec.key: spec.log_path for spec in specs}
             started_at = time.time()
-            with ProcessGroup(specs, sink=self.sink) as group:
+            with ProcessGroup(specs, sink=self.sink, job=job_id, on_log_notice=self._log_notice) as group:
                 self._group = group
                 return self._attempts(group, started_at)
         finally:
             self._group = None
+            if heartbeat is not None:
+                heartbeat.stop()
             try:
                 # A job deleted under us has no record left to clear.
                 with contextlib.suppress(JobNotFoundError):
@@ -164,6 +282,16 @@ class Supervisor:
                 fds, self._wake_fds = self._wake_fds, None
                 for fd in fds or ():
                     os.close(fd)
+
+    def _log_notice(self, notice: LogNotice) -> None:
+        """A replica's log is missing lines (a full disk): the first time, one line on the terminal; for
+        each log closed with lines missing, a LogTruncated condition, which `describe` shows."""
+        if notice.first:
+            self.on_event(f"warning: {notice.message}")
+            return
+        condition = Condition("LogTruncated", ConditionStatus.TRUE, "NoSpace", notice.message, time.time())
+        with contextlib.suppress(JobNotFoundError):
+            self.store.add_condition(self.job_id, condition)
 
     def _before_start(self) -> JobPhase | None:
         """A job cancelled or suspended before this supervisor got to run (a cancel right after
@@ -276,16 +404,21 @@ class Supervisor:
             request = self._pending_request()
             if request is not None:
                 return self._stop_for(group, request)
-            timeout = None
+            timeout = None if self._signals else REQUEST_POLL
             if self.deadline_s is not None:
-                timeout = min(MAX_WAIT, max(0.0, started_at + self.deadline_s - time.time()))
+                timeout = min(timeout or MAX_WAIT, max(0.0, started_at + self.deadline_s - time.time()))
             events = group.wait_exit(timeout)
-            for event in events:
-                self._record_exit(event)
             request = self._pending_request()
             if request is not None:
+                # Exits seen with a cancel or suspend are the stop's: the request's sender may have stopped
+                # the replicas itself (`cancel` does, when this supervisor was stopped with SIGSTOP).
+                for event in events:
+                    self._record_exit(event, stopped=True, by=request)
                 return self._stop_for(group, request)
-            if not events and timeout is not None and time.time() >= started_at + (self.deadline_s or 0):
+            for event in events:
+                self._record_exit(event)
+            deadline = self.deadline_s is not None and time.time() >= started_at + self.deadline_s
+            if not events and deadline:
                 return self._deadline(group)
             failed = [e for e in events if e.returncode != 0]
             exited_ok |= {e.key for e in events if e.returncode == 0}
@@ -298,8 +431,9 @@ class Supervisor:
     def plan_keys(self) -> list[str]:
         return [p.key for p in self.record.processes]
 
-    def _record_exit(self, event: ExitEvent, *, stopped: bool = False) -> None:
-        """Record a replica's exit; ``stopped``: it ended because this supervisor stopped the group."""
+    def _record_exit(self, event: ExitEvent, *, stopped: bool = False, by: RequestKind | None = None) -> None:
+        """Record a replica's exit; ``stopped``: it ended because this supervisor stopped the group, ``by``
+        a cancel or suspend (it then shows as stopped by it, not as a failure of its own)."""
         role, index = self._replica_of(event.key)
         code = event.returncode
         # A replica of several processes: its first failure is its outcome (a sibling stopped afterwards
@@ -308,6 +442,9 @@ class Supervisor:
         failed_before = any(c != 0 for c in exits.values())
         exits[event.key] = code
         if failed_before or (code == 0 and len(exits) < self._process_count(role, index)):
+            return
+        if stopped and code != 0 and by is not None:
+            self._record_stopped_by(role, index, code, event.time, by)
             return
         self.store.update_replica(
             self.job_id,
@@ -365,14 +502,32 @@ class Supervisor:
         self._finish(JobPhase.FAILED, reason, failure.headline())
         return JobPhase.FAILED
 
+    def _record_stopped_by(self, role: str, index: int, code: int, at: float, by: RequestKind) -> None:
+        """A replica a cancel or suspend stopped. Suspended: Pending again (it starts on resume), its exit
+        cleared. Cancelled: ended, with reason Cancelled and how it was stopped."""
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
+        with contextlib.suppress(ValueError):
+            how = signal.Signals(-code).name if code < 0 else how
+        if by is RequestKind.SUSPEND:
+            self.store.update_replica(
+                self.job_id, role, index, phase=ReplicaPhase.PENDING, exit_code=None, signal=None, finished_at=at,
+                reason=REASON_SUSPENDED, message=f"stopped by suspend ({how}); starts again on resume",
+            )
+            return
+        self.store.update_replica(
+            self.job_id, role, index, phase=ReplicaPhase.FAILED, exit_code=code if code >= 0 else None,
+            signal=-code if code < 0 else None, finished_at=at, reason=REASON_CANCELLED,
+            message=f"stopped by cancel ({how})",
+        )
+
     def _last_lines(self, key: str) -> list[str]:
         """The replica's last lines of this attempt (not of an earlier one, in the same file)."""
         path = self._log_paths[key]
         return [rec.text for rec in iter_log(path, tail=FAILURE_LINES, offset=self._log_starts.get(key, 0))]
 
-    def _stop_all(self, group: ProcessGroup) -> None:
+    def _stop_all(self, group: ProcessGroup, by: RequestKind | None = None) -> None:
         for event in group.terminate(self.grace):
-            self._record_exit(event, stopped=True)
+            self._record_exit(event, stopped=True, by=by)
 
     def _deadline(self, group: ProcessGroup) -> JobPhase:
         self._stop_all(group)
@@ -385,7 +540,7 @@ class Supervisor:
 
     def _stop_for(self, group: ProcessGroup | None, request: RequestKind) -> JobPhase:
         if group is not None:
-            self._stop_all(group)
+            self._stop_all(group, by=request)
         if request is RequestKind.SUSPEND:
             self._finish(JobPhase.SUSPENDED, "Suspended", "suspended by request")
             return JobPhase.SUSPENDED
@@ -405,27 +560,36 @@ class Supervisor:
 
     def _pending_request(self) -> RequestKind | None:
         if self._interrupts:
-            self._cancel_message = "cancelled by Ctrl-C"
+            self._cancel_message = BY_CTRL_C
+            return RequestKind.CANCEL
+        if self._hangup:
+            self._cancel_message = BY_HANGUP
             return RequestKind.CANCEL
         for request in self.store.pending_requests(self.job_id):
             self.store.mark_request_handled(request.id)
             if request.kind in (RequestKind.CANCEL, RequestKind.SUSPEND):
                 return request.kind
         if self._terminated:
-            self._cancel_message = "cancelled: the supervisor received SIGTERM"
+            self._cancel_message = BY_SIGTERM
             return RequestKind.CANCEL
         return None
 
     def _on_signal(self, signum: int, frame: object) -> None:
         # SIGTERM from `kubetrain cancel`/`suspend` comes with its request in the store, read first; a
         # SIGTERM without one (`timeout`, `kill`, a CI runner or service manager stopping us) cancels.
-        # SIGINT (Ctrl-C on an attached run) cancels; a second Ctrl-C stops waiting for the grace period.
+        # SIGINT (Ctrl-C on an attached run) cancels; a second Ctrl-C forces: the replicas are SIGKILLed
+        # here and now, so they stop even if the control loop is busy. SIGHUP (the terminal of an attached
+        # run closed) cancels too: nobody is left to watch the job, which is not a failure of it.
         if signum == signal.SIGINT:
             self._interrupts += 1
             if self._interrupts > 1:
                 self.grace = 0.0
                 if self._group is not None:
                     self._group.hurry()  # a stop already under way skips the rest of its grace
+                    for pid, start in self._group.pids().values():
+                        kill_recorded(pid, start, signal.SIGKILL)
+        elif signum == signal.SIGHUP:
+            self._hangup = True
         else:
             self._terminated = True
         if self._group is not None:
@@ -464,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     job_id = args[0]
     with JobStore() as store:
         try:
-            phase = Supervisor(store, job_id).run()
+            phase = Supervisor(store, job_id, detached=True).run()
         except JobNotFoundError:
             if _job_exists(store, job_id):
                 raise

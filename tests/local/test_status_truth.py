@@ -1,0 +1,120 @@
+"""What the store says happened is what happened: when a lost supervisor ended, how cancelled and suspended
+replicas show, a missing script refused before a job exists, and a stored launch record whose size per
+replica does not grow with the replica count."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kubetrain.backends.local.backend import local_plan
+from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.status import JobPhase, ReplicaPhase
+from tests.support.helpers import (
+    PIDFILE_SLEEP,
+    cli,
+    generic,
+    job_file,
+    make_job,
+    no_traceback,
+    start_detached,
+    status_of,
+    supervisor_pid,
+    wait_gone,
+    wait_phase,
+    wait_pids,
+    write,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_lost_supervisor_finished_when_it_died_not_when_someone_looked(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "lost"), tmp_path)
+    found = wait_pids(pids, 2)
+    wait_phase(job_id, JobPhase.RUNNING)
+    supervisor = supervisor_pid(job_id)
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    wait_gone([supervisor, *found.values()])  # its watchdog killed the replicas
+    killed_by = time.time()
+    status = status_of(job_id)  # looked at only now
+    assert (status.phase, status.reason) == (JobPhase.FAILED, "SupervisorLost")
+    assert status.finished_at is not None and status.started_at is not None
+    assert status.started_at <= status.finished_at <= killed_by
+    failed = status.condition("Failed")
+    assert failed is not None and failed.time == status.finished_at
+
+
+def test_cancelled_replicas_show_stopped_by_cancel(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "cancelme"), tmp_path)
+    wait_pids(pids, 2)
+    wait_phase(job_id, JobPhase.RUNNING)
+    assert cli("cancel", job_id).returncode == 0
+    status = status_of(job_id)
+    assert [(r.reason, r.describe_exit()) for r in status.replicas] == [
+        ("Cancelled", "stopped by cancel (SIGTERM)")
+    ] * 2
+    shown = cli("describe", job_id)
+    assert "stopped by cancel (SIGTERM)" in shown.stdout and "Failed, stopped" not in shown.stdout
+
+
+def test_suspended_replicas_are_pending_again_stopped_by_suspend(tmp_path: Path) -> None:
+    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
+    pids = tmp_path / "pids"
+    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "pauseme"), tmp_path)
+    wait_pids(pids, 2)
+    wait_phase(job_id, JobPhase.RUNNING)
+    assert cli("suspend", job_id).returncode == 0
+    status = status_of(job_id)
+    assert status.phase is JobPhase.SUSPENDED
+    for replica in status.replicas:
+        assert (replica.phase, replica.reason, replica.describe_exit()) == (ReplicaPhase.PENDING, "Suspended", "")
+        assert replica.message is not None and replica.message.startswith("stopped by suspend (SIGTERM)")
+    assert cli("cancel", job_id).returncode == 0
+
+
+def test_a_missing_script_is_refused_before_a_local_job_exists(tmp_path: Path) -> None:
+    path = job_file(tmp_path, generic(["missing.py"], replicas=2, image="python:3.12"))
+    result = cli("run", path)
+    assert result.returncode == 2
+    no_traceback(result)
+    assert "spec.run.python[0]:" in result.stderr and str(tmp_path / "missing.py") in result.stderr
+    assert cli("list", "-o", "name").stdout.strip() == ""
+    # Only a real local run needs the file: a dry run, or a render for a cluster (the image has it), does not.
+    assert cli("run", "--dry-run", path).returncode == 0
+    assert cli("render", path).returncode == 0
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "generic"])
+def test_the_stored_launch_record_per_replica_does_not_grow_with_the_replica_count(framework: str) -> None:
+    def stored(replicas: int) -> tuple[LaunchRecord, str]:
+        spec = {"framework": framework, "replicas": replicas, "run": {"python": ["train.py"]}}
+        record = LaunchRecord.from_plan(local_plan(make_job(spec, "big"), "big-abcde", Path("/x/files")), cwd="/x")
+        return record, record.to_json()
+
+    small, large = stored(16), stored(256)
+    per_replica = [len(text) / len(record.replicas) for record, text in (small, large)]
+    assert per_replica[1] <= per_replica[0] * 1.1, per_replica
+    # Lossless: what the supervisor reads back is every process's whole environment.
+    for record, text in (small, large):
+        assert LaunchRecord.from_json(text) == record
+    assert json.loads(large[1])["replicas"][255]["processes"][0]["env"]["KUBETRAIN_REPLICA_INDEX"] == "255"
+
+
+def test_a_stored_launch_record_of_an_earlier_kubetrain_still_reads(tmp_path: Path) -> None:
+    record = LaunchRecord.from_plan(
+        local_plan(make_job(generic(["t.py"], replicas=3), "old"), "old-abcde", tmp_path), cwd=str(tmp_path)
+    )
+    # The full layout (as `run --dry-run` prints it, and earlier records were stored) has no cluster.
+    assert LaunchRecord.from_json(json.dumps(record.to_dict())) == replace(record, cluster={})
