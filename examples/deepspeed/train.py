@@ -11,10 +11,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 import deepspeed
 import torch
 from torch import nn
+
+try:  # kubetrain's metrics (`kubetrain metrics ID`, the web view); the script runs without kubetrain too
+    from kubetrain.metrics import log as log_metrics
+except ImportError:
+
+    def log_metrics(step: int | None = None, **values: float) -> None:
+        """kubetrain is not installed where this runs: train without reporting metrics."""
 
 FEATURES = 32
 
@@ -41,14 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     generator = torch.Generator().manual_seed(args.seed * 1000 + rank + 1)  # each rank its own shard
     target = torch.randn(FEATURES, 1, generator=torch.Generator().manual_seed(args.seed))
     micro_batch = engine.train_micro_batch_size_per_gpu()
+    world = torch.distributed.get_world_size()
+    start = time.perf_counter()
     for step in range(1, args.steps + 1):
         x = torch.randn(micro_batch, FEATURES, generator=generator)
         y = x @ target + 0.1 * torch.randn(micro_batch, 1, generator=generator)
         loss = nn.functional.mse_loss(engine(x.to(device, dtype)), y.to(device, dtype))
         engine.backward(loss)
         engine.step()
-        if rank == 0 and (step % 10 == 0 or step == args.steps):
-            print(f"step {step}/{args.steps} loss {loss.item():.6f}", flush=True)
+        if step % 10 == 0 or step == args.steps:
+            rate = step * micro_batch * world / (time.perf_counter() - start)
+            log_metrics(step=step, loss=loss.item(), samples_per_s=rate)
+            if rank == 0:
+                print(f"step {step}/{args.steps} loss {loss.item():.6f}", flush=True)
 
     with torch.no_grad():
         total = float(sum(p.detach().double().sum() for p in engine.module.parameters()))

@@ -25,6 +25,13 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+try:  # kubetrain's metrics (`kubetrain metrics ID`, the web view); the script runs without kubetrain too
+    from kubetrain.metrics import log as log_metrics
+except ImportError:
+
+    def log_metrics(step: int | None = None, **values: float) -> None:
+        """kubetrain is not installed where this runs: train without reporting metrics."""
+
 IN_FEATURES = 16
 HIDDEN = 64
 
@@ -79,8 +86,12 @@ def train(args: argparse.Namespace) -> None:
         if step == 1 and args.fail_rank == rank:
             print(f"rank {rank}: failing on purpose with exit code {args.fail_code}", file=sys.stderr, flush=True)
             sys.exit(args.fail_code)
-        if rank == 0 and (step % args.log_every == 0 or step == 1 or step == args.steps):
-            print(f"step {step}/{args.steps} loss {loss.item():.6f}", flush=True)
+        if step % args.log_every == 0 or step == 1 or step == args.steps:
+            # Every rank reports its own loss (`kubetrain metrics ID --per-rank`); rank 0 also prints it.
+            rate = step * args.batch_size * world / (time.perf_counter() - start)
+            log_metrics(step=step, loss=loss.item(), samples_per_s=rate)
+            if rank == 0:
+                print(f"step {step}/{args.steps} loss {loss.item():.6f}", flush=True)
     elapsed = time.perf_counter() - start
 
     print(f"final-params-checksum {rank} {checksum(model.module)!r}", flush=True)

@@ -24,6 +24,7 @@ from ..contract.logs import LogRecord, LogSink, TimeBound
 
 if TYPE_CHECKING:
     from ..jobspec import TrainJob
+    from ..metrics.sample import MetricSample
     from ..status import JobStatus
 
 DryRun = Literal["client", "server"]
@@ -157,6 +158,11 @@ class Backend(Protocol):
     ) -> Iterator[LogRecord]:
         """The job's output, merged across replicas in time order (`record.key` names the replica).
         `follow`: go on until the job ends. `on_missing(replica, why)`: a replica with no log yet."""
+        ...
+
+    def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
+        """What the job's replicas logged with `kubetrain.metrics.log`, in time order (per replica: as
+        written). `follow`: go on with new samples until the job ends."""
         ...
 
     def cancel(self, job_id: str) -> JobStatus:

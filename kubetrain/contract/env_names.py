@@ -37,6 +37,14 @@ PYTHON = "KUBETRAIN_PYTHON"
 LOCAL_TAG = "KUBETRAIN_LOCAL_TAG"
 """Marks every process of a local job, so sweeps find its descendants."""
 
+# -- where `kubetrain.metrics.log` writes ------------------------------------------------------------
+METRICS_FILE = "KUBETRAIN_METRICS_FILE"
+"""A file the process appends its metrics to, a JSON line per call (the local backend sets one per process;
+a user may set it for a script run by hand)."""
+METRICS = "KUBETRAIN_METRICS"
+"""`stdout`: metric lines in the process's output (the default under kubetrain without a metrics file, as
+on Kubernetes); `off`: no metrics at all."""
+
 __all__ = [
     "CLUSTER",
     "DEBUG_DIR",
@@ -46,6 +54,8 @@ __all__ = [
     "JOB",
     "LOCAL_RANK",
     "LOCAL_TAG",
+    "METRICS",
+    "METRICS_FILE",
     "NAMESPACE",
     "NUM_REPLICAS",
     "POD_NAME",

@@ -39,6 +39,7 @@ from .watch import JobWatch
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
+    from ...metrics.sample import MetricSample
     from .render import Rendered
 
 _NAME_RETRIES = 5
@@ -322,7 +323,7 @@ class KubernetesBackend:
             if index is not None and not 0 <= index < info.replicas:
                 raise KubernetesError(f"role {role} of job {job_id} has replicas 0..{info.replicas - 1}")
         if follow:
-            return following.follow_logs(self, loc, role, index, tail, since, grep)
+            return _without_metrics(following.follow_logs(self, loc, role, index, tail, since, grep), grep)
         grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace), roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
 
@@ -330,8 +331,16 @@ class KubernetesBackend:
             if on_missing is not None:
                 on_missing(t.key, exc.message or exc.describe())
 
-        return read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, grep=grep, previous=previous,
-                         missing=missing)
+        return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, grep=grep,
+                                          previous=previous, missing=missing), grep)
+
+    def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
+        """See `Backend.metrics`: the metric lines of the replicas' container logs (`kubetrain.metrics.MARKER`
+        at the start of a line), merged in time order; `follow` as for `logs`."""
+        from ...metrics.sample import MARKER, parse_log_line
+
+        records = self.logs(job_id, follow=follow, grep=re.compile("^" + re.escape(MARKER)))
+        return (s for rec in records for s in parse_log_line(rec.text, rec.key) or ())
 
     # -- control --------------------------------------------------------------------------------------
 
@@ -411,3 +420,14 @@ if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signatu
     _IMPLEMENTS: type[Backend] = KubernetesBackend
 
 __all__ = ["JobNotFound", "KubernetesBackend"]
+
+
+def _without_metrics(records: Iterator[LogRecord], grep: str | re.Pattern[str] | None) -> Iterator[LogRecord]:
+    """Replicas' output without the lines `kubetrain.metrics.log` wrote in it (`kubetrain metrics` shows them),
+    unless asked for by a `grep` (which then decides alone)."""
+    if grep is not None:
+        return records
+    from ...metrics.wire import MARKER
+
+    return (r for r in records if not r.text.startswith(MARKER))
+

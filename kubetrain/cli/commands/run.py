@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
+import shutil
 import sys
+import threading
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...contract.choices import FRAMEWORKS
 from ...contract.errors import EXIT_USAGE
+from ...contract.logs import LogRecord, LogSink
+from ...metrics.sample import parse_log_line
+from ...metrics.wire import MARKER
 from ..errors import CliError
 from ..options import (
     add_backend,
@@ -27,6 +35,8 @@ from ..output import emit, say
 if TYPE_CHECKING:
     from ...backends.base import RunResult
     from ...jobspec import TrainJob
+    from ...progress import Progress
+    from ...terminal import OutputSink
 
 EPILOG = """\
 examples:
@@ -114,7 +124,8 @@ def preload_modules(text: str | None) -> list[str] | None:
 def load_job(args: argparse.Namespace) -> TrainJob:
     """The job of this command line: its file (relative paths against the file's folder), or the quick form
     (against the current folder)."""
-    from ...jobspec import from_dict, load_file
+    from ...jobspec import from_dict
+    from ..options import load_job_file
 
     if args.file and args.command:
         raise CliError("give a job file or a program after --, not both", EXIT_USAGE)
@@ -125,7 +136,7 @@ def load_job(args: argparse.Namespace) -> TrainJob:
             raise CliError(
                 f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
             )
-        return load_file(Path(args.file), overrides=args.overrides)
+        return load_job_file(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
     return from_dict(quick_document(args), overrides=args.overrides)
 
 
@@ -141,15 +152,129 @@ def run(args: argparse.Namespace) -> int:
     from ...terminal import OutputSink
 
     started = time.monotonic()
+    terminal = OutputSink(raw=args.raw)
+    live = LiveStatus(terminal, args) if wants_status_line(args) else None
+    sink = MetricLines(terminal, live.progress if live is not None else None)
+
+    def on_event(text: str) -> None:
+        if live is None:
+            say(f"kubetrain: {text}", quiet=args.quiet)
+            return
+        live.progress.event(text)
+        if not args.quiet:
+            terminal.note(f"kubetrain: {text}")  # above the status line, never inside it
+            terminal.flush()
+
     with open_backend_for(args, **backend_options(args)) as backend:
-        result = backend.run(
-            job,
-            detach=args.detach,
-            dry_run=args.dry_run,
-            sink=OutputSink(raw=args.raw),
-            on_event=lambda text: say(f"kubetrain: {text}", quiet=args.quiet),
-        )
+        try:
+            if live is not None:
+                live.start()
+            result = backend.run(job, detach=args.detach, dry_run=args.dry_run, sink=sink, on_event=on_event)
+        finally:
+            if live is not None:
+                live.stop()
     return report(args, job, result, time.monotonic() - started)
+
+
+# -- the live status line (kubetrain.progress) under an attached run's output, on a terminal ---------------------
+
+STATUS_EVERY = 1.0
+"""Seconds between redraws of the status line (its clock) and looks at the job's status."""
+
+
+def wants_status_line(args: argparse.Namespace) -> bool:
+    """An attached run whose output is a terminal; not a dry run. Elsewhere (CI logs, a pipe) no line at all."""
+    if args.detach or args.dry_run or args.output:
+        return False
+    try:
+        return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+class MetricLines:
+    """The run's sink, minus the lines `kubetrain.metrics.log` writes into replicas' output (on Kubernetes):
+    they go to the status line's `progress`, not to the screen (`kubetrain metrics ID` shows them)."""
+
+    def __init__(self, inner: LogSink, progress: Progress | None) -> None:
+        self.inner = inner
+        self.progress = progress
+
+    def add_keys(self, keys: Collection[str]) -> None:
+        if self.progress is not None:
+            self.progress.keys(keys)
+        self.inner.add_keys(keys)
+
+    def line(self, key: str, stream: str, text: str) -> None:
+        if text.startswith(MARKER):
+            for sample in parse_log_line(text, key) or ():
+                if self.progress is not None:
+                    self.progress.sample(sample)
+            return
+        self.inner.line(key, stream, text)
+
+    def record(self, rec: LogRecord) -> None:
+        self.line(rec.key, rec.stream, rec.text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+
+class LiveStatus:
+    """Feeds a `Progress` while the run goes on and has the terminal sink draw its line: the job's status
+    (replicas running, restarts, why pods wait) and, locally, its metrics files, each read by a thread with a
+    backend of its own once the run's first message has named the job."""
+
+    def __init__(self, terminal: OutputSink, args: argparse.Namespace) -> None:
+        from ...progress import Progress
+
+        self.terminal = terminal
+        self.args = args
+        self.progress = Progress()
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        self.terminal.status_line = lambda: self.progress.line(max(20, shutil.get_terminal_size().columns - 1))
+        for target in (self._tick, self._watch_status, self._follow_metrics):
+            threading.Thread(target=target, name=f"kubetrain-status{target.__name__}", daemon=True).start()
+
+    def stop(self) -> None:
+        """Erase the line for good (what follows, the run's summary, is printed below the output)."""
+        self._stop.set()
+        self.progress.job_known.set()
+        self.terminal.status_line = lambda: ""
+        self.terminal.redraw_status()
+        self.terminal.status_line = None
+
+    def _tick(self) -> None:
+        while not self._stop.wait(STATUS_EVERY):
+            self.terminal.redraw_status()
+
+    def _job(self) -> str | None:
+        self.progress.job_known.wait()
+        return None if self._stop.is_set() else self.progress.job_id
+
+    def _watch_status(self) -> None:
+        job_id = self._job()
+        if job_id is None:
+            return
+        # The line is a convenience: a failure to read the status never fails the run.
+        with contextlib.suppress(Exception), open_backend_for(self.args, **backend_options(self.args)) as backend:
+            while not self._stop.is_set():
+                self.progress.status(backend.status(job_id))
+                self.terminal.redraw_status()
+                self._stop.wait(STATUS_EVERY)
+
+    def _follow_metrics(self) -> None:
+        # On Kubernetes the samples come with the output stream (`MetricLines`): no second stream is opened.
+        job_id = self._job()
+        if job_id is None or backend_of(self.args) != "local":
+            return
+        with contextlib.suppress(Exception), open_backend_for(self.args) as backend:
+            for sample in backend.metrics(job_id, follow=True):
+                self.progress.sample(sample)
+                if self._stop.is_set():
+                    return
 
 
 def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: float) -> int:

@@ -1,0 +1,154 @@
+"""A metric sample and its two written forms: a line of a replica's metrics file, and a marked line of its output.
+
+`kubetrain.metrics.log(step=3, loss=0.25, samples_per_s=812.0)` writes ONE record for the call:
+
+    {"time": 1767225600.125, "step": 3, "role": "worker", "index": 0, "rank": 1, "values": {"loss": 0.25, ...}}
+
+- in a metrics file (the local backend gives each process its own, in the job's folder): that JSON, one
+  line per call;
+- in a replica's output (on Kubernetes, where the container log is what kubetrain can read): the same JSON
+  after `MARKER`, at the start of a line, so log readers pick it out and `kubetrain logs` can hide it.
+
+A record becomes one `MetricSample` per value. The UI, the CLI and the progress line all read samples through
+the parsers here, so the format is written and read in one place. Standard library only: the writer runs in
+every replica, and the readers in the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .wire import MARKER, format_record
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One value of one metric, from one replica (and rank), at one step and time."""
+
+    name: str
+    value: float
+    """May be NaN or infinite: a diverging loss is exactly what a user needs to see."""
+    step: int | None
+    """The training step the script gave, None when it gave none."""
+    time: float
+    """Wall clock, seconds since the epoch, when the script logged it."""
+    role: str | None = None
+    index: int | None = None
+    """The replica's index in its role."""
+    rank: int | None = None
+    """The process's global rank where the framework gives one (RANK, the MPI rank, JAX's process id)."""
+
+    @property
+    def replica(self) -> str:
+        """`worker-0`, as log prefixes name replicas; empty outside kubetrain."""
+        if self.role is None:
+            return ""
+        return self.role if self.index is None else f"{self.role}-{self.index}"
+
+    @property
+    def source(self) -> str:
+        """Who logged it, as finely as known: `rank 3`, else the replica, else `local`."""
+        if self.rank is not None:
+            return f"rank {self.rank}"
+        return self.replica or "local"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for `-o json` and the web view; a non-finite value is written as text (`nan`, `inf`),
+        which strict JSON readers accept."""
+        value: float | str = self.value if math.isfinite(self.value) else str(self.value)
+        return {
+            "name": self.name,
+            "value": value,
+            "step": self.step,
+            "time": self.time,
+            "role": self.role,
+            "index": self.index,
+            "rank": self.rank,
+        }
+
+
+# -- reading ---------------------------------------------------------------------------------------------
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def samples_of(record: Any) -> list[MetricSample]:
+    """The samples of one decoded record; [] for anything that is not one (a line written by something else)."""
+    if not isinstance(record, dict):
+        return []
+    values = record.get("values")
+    when = record.get("time")
+    if not isinstance(values, dict) or not isinstance(when, (int, float)) or isinstance(when, bool):
+        return []
+    when = float(when)
+    step, role, index, rank = (
+        _opt_int(record.get("step")),
+        _opt_str(record.get("role")),
+        _opt_int(record.get("index")),
+        _opt_int(record.get("rank")),
+    )
+    out = []
+    for name, value in values.items():
+        if isinstance(name, str) and name and type(value) in (int, float):
+            out.append(MetricSample(name, float(value), step, when, role, index, rank))
+    return out
+
+
+def parse_file_line(line: str | bytes) -> list[MetricSample]:
+    """The samples of one line of a metrics file; [] for a line that is not a record (torn, foreign, empty)."""
+    line = line.strip()
+    if not line:
+        return []
+    try:
+        return samples_of(json.loads(line))
+    except (ValueError, RecursionError):
+        return []
+
+
+def is_metric_line(text: str) -> bool:
+    """A line of a replica's output that carries metrics (`kubetrain logs` hides these unless asked)."""
+    return text.startswith(MARKER)
+
+
+def parse_log_line(text: str, replica: str = "") -> list[MetricSample] | None:
+    """The samples of a metric line of a replica's output; None when `text` is not a metric line.
+    `replica` (`worker-1`, the log reader's key) fills in the role and index when the record lacks them."""
+    if not text.startswith(MARKER):
+        return None
+    samples = parse_file_line(text[len(MARKER) :])
+    if replica and samples and samples[0].role is None:
+        role, _, index = replica.rpartition("-")
+        if role and index.isdigit():
+            samples = [_with_replica(s, role, int(index)) for s in samples]
+    return samples
+
+
+def _with_replica(sample: MetricSample, role: str, index: int) -> MetricSample:
+    return MetricSample(sample.name, sample.value, sample.step, sample.time, role, index, sample.rank)
+
+
+def parse_lines(lines: Iterable[str | bytes]) -> list[MetricSample]:
+    """Every sample of a metrics file's lines, in file order."""
+    return [s for line in lines for s in parse_file_line(line)]
+
+
+__all__ = [
+    "MARKER",
+    "MetricSample",
+    "format_record",
+    "is_metric_line",
+    "parse_file_line",
+    "parse_lines",
+    "parse_log_line",
+    "samples_of",
+]

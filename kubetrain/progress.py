@@ -1,0 +1,146 @@
+"""The live status line of an attached `kubetrain run` on a terminal: how far the job is, in one line.
+
+    ⠿ Running · 2/2 replicas running · restarts 1 · 0:42 · step 120 loss 0.3127 samples_per_s 812
+
+`Progress` is a small state machine fed by what a run already produces: the replicas' keys (from the
+output sink), kubetrain's messages (`on_event`: the job's id, restarts), the job's status (replicas
+running, restarts, on Kubernetes why pods are still pending: scheduling, pulling the image, starting) and
+metric samples. `line()` is pure formatting of that state; `kubetrain.terminal.OutputSink` draws it under
+the merged output (its `status_line` hook). Standard library only, and nothing here writes to a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .metrics.sample import MetricSample
+    from .status import JobStatus
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+MAX_METRICS = 3
+"""Metrics shown on the line, the first logged first (the rest: `kubetrain metrics ID`)."""
+
+_JOB_ID = re.compile(r"^(?:created )?job (\S+?)[:\s]")
+"""The first message of a run names the job: `job 3f2a...: 2 processes ...` locally, `created job NAME (...)`
+on Kubernetes."""
+_PENDING_WORDS = {
+    "ContainerCreating": "starting",
+    "PodInitializing": "starting",
+    "ErrImagePull": "pulling image (failing)",
+    "ImagePullBackOff": "pulling image (back-off)",
+    "Unschedulable": "unschedulable",
+    "NotStarted": "starting",
+    "NoPod": "waiting for pods",
+}
+
+
+def format_elapsed(seconds: float) -> str:
+    """`0:07`, `12:34`, `1:02:03`."""
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """What the status line says, updated from any thread (the sink's, the status poller's, the metrics
+    follower's)."""
+
+    def __init__(self, started: float | None = None) -> None:
+        self.started = time.monotonic() if started is None else started
+        self.job_id: str | None = None
+        self.phase = "Pending"
+        self.total = 0
+        self.running: int | None = None
+        self.restarts = 0
+        self.waiting: Counter[str] = Counter()
+        """Why replicas are not running yet, e.g. {"pulling image": 2} (from the status' replica reasons)."""
+        self.step: int | None = None
+        self.latest: dict[str, float] = {}
+        self._best_source: dict[str, tuple[bool, int, str, int]] = {}
+        self._lock = threading.Lock()
+        self._ticks = 0
+        self.job_known = threading.Event()
+
+    # -- what it is fed -------------------------------------------------------------------------------
+
+    def keys(self, keys: Iterable[str]) -> None:
+        """The replicas' output keys (before any status says how many replicas there are)."""
+        with self._lock:
+            self.total = max(self.total, len(list(keys)))
+
+    def event(self, text: str) -> None:
+        """One of kubetrain's messages about the run."""
+        with self._lock:
+            if self.job_id is None:
+                m = _JOB_ID.match(text)
+                if m is not None:
+                    self.job_id = m.group(1)
+                    self.job_known.set()
+            if "back-off: next attempt" in text:
+                self.phase = "Restarting"
+
+    def status(self, status: JobStatus) -> None:
+        """The job's status now."""
+        with self._lock:
+            self.phase = status.reason if status.reason == "BackOff" else status.phase.value
+            self.total = len(status.replicas) or self.total
+            self.running = sum(1 for r in status.replicas if r.phase.value == "Running")
+            self.restarts = status.total_restarts()
+            self.waiting = Counter(
+                _PENDING_WORDS.get(r.reason or "", _words(r.reason or "pending"))
+                for r in status.replicas
+                if r.phase.value == "Pending"
+            )
+
+    def sample(self, sample: MetricSample) -> None:
+        """A metric sample: the line shows each metric's latest value from its first source (lowest rank)."""
+        order = (sample.rank is None, sample.rank or 0, sample.role or "", sample.index or 0)
+        with self._lock:
+            best = self._best_source.get(sample.name)
+            if best is not None and order > best:
+                return
+            self._best_source[sample.name] = order
+            self.latest[sample.name] = sample.value
+            if sample.step is not None and (self.step is None or sample.step >= self.step):
+                self.step = sample.step
+
+    # -- the line -------------------------------------------------------------------------------------
+
+    def line(self, width: int = 100, now: float | None = None) -> str:
+        """The status line, at most `width` characters (a longer one would wrap, and a wrapped line cannot be
+        redrawn in place)."""
+        from .metrics.summary import format_value
+
+        with self._lock:
+            elapsed = (time.monotonic() if now is None else now) - self.started
+            self._ticks += 1
+            parts = [f"{SPINNER[self._ticks % len(SPINNER)]} {self.phase}"]
+            if self.total:
+                running = "?" if self.running is None else str(self.running)
+                parts.append(f"{running}/{self.total} running")
+            if self.waiting:
+                parts.append(", ".join(f"{n} {why}" for why, n in sorted(self.waiting.items())))
+            if self.restarts:
+                parts.append(f"restarts {self.restarts}")
+            parts.append(format_elapsed(elapsed))
+            if self.latest:
+                shown = list(self.latest.items())[:MAX_METRICS]
+                values = " ".join(f"{name} {format_value(value)}" for name, value in shown)
+                parts.append((f"step {self.step} " if self.step is not None else "") + values)
+        text = " · ".join(parts)
+        return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _words(reason: str) -> str:
+    """`ContainerCreating` → `container creating`: a reason as words."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", reason).lower()
+
+
+__all__ = ["MAX_METRICS", "Progress", "format_elapsed"]

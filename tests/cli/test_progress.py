@@ -1,0 +1,143 @@
+"""The live status line of an attached `kubetrain run`: under the merged output on a terminal, never inside a
+line of it, gone from CI logs; and the state machine behind it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from kubetrain.metrics.sample import MetricSample
+from kubetrain.progress import Progress, format_elapsed
+from kubetrain.status import JobPhase, JobStatus, ReplicaPhase, ReplicaStatus
+from tests.metrics.terminal_session import TerminalSession
+from tests.support.helpers import CLI, cli, write
+
+GATED = """\
+import os, kubetrain.metrics as m
+rank = int(os.environ["RANK"])
+for step in range(3):
+    print(f"rank {rank} step {step}", flush=True)
+    m.log(step=step, loss=1.0 / (step + 1), samples_per_s=100.0 + step)
+with open(os.environ["GATE"]) as gate:  # blocks until the test opens the pipe for writing
+    gate.read()
+print(f"rank {rank} done", flush=True)
+"""
+STATUS = re.compile(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \w+ · ")
+
+
+def test_on_a_terminal_a_live_line_follows_a_two_replica_job_and_leaves_every_line_intact(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", GATED)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    session = TerminalSession(
+        [*CLI, "run", "--framework", "pytorch", "--replicas", "2", "--", "python", "train.py"],
+        env={"GATE": str(gate)},
+        cwd=str(tmp_path),
+    )
+    # The line shows both replicas running and the metrics they logged, while they wait at the gate.
+    session.expect(r"Running · 2/2 running · \d:\d\d · step 2 loss 0\.3333 samples_per_s 102")
+    with open(gate, "w") as f:
+        f.write("go")
+    assert session.finish() == 0
+    raw = session.raw
+    # Redrawn in place: erased (CR, clear line) before each burst of output, drawn again after it.
+    drawn = [m.start() for m in STATUS.finditer(raw)]
+    assert len(drawn) >= 2
+    for start in drawn:  # every drawing is erased before the next line ends: it never becomes part of one
+        end = raw.find("\n", start)
+        assert "\r\x1b[K" in raw[start : end if end != -1 else None], raw[start : start + 200]
+    screen = session.screen.text()
+    lines = [line for line in screen if line]
+    expected = {f"[worker-{r}] rank {r} step {s}" for r in (0, 1) for s in range(3)}
+    expected |= {"[worker-0] rank 0 done", "[worker-1] rank 1 done"}
+    assert expected <= set(lines), screen
+    assert not any(STATUS.search(line) for line in screen), screen  # erased at the end, in no output line
+    assert re.fullmatch(r"job \S+ succeeded in [\d.]+s", lines[-1])
+    assert not any("@kubetrain:metrics" in line for line in screen)
+
+
+def test_without_a_terminal_there_is_no_status_line(tmp_path: Path) -> None:
+    write(tmp_path / "train.py", "import kubetrain.metrics as m\nm.log(step=1, loss=0.5)\nprint('trained')\n")
+    done = cli("run", "--framework", "pytorch", "--replicas", "2", "--", "python", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == ["[worker-0] trained", "[worker-1] trained"]
+    assert "\r" not in done.stdout + done.stderr and "\x1b" not in done.stdout + done.stderr
+    assert not STATUS.search(done.stderr)
+
+
+def test_metric_lines_in_a_replicas_output_are_not_shown_by_run(tmp_path: Path) -> None:
+    """As on Kubernetes, where metrics travel in the container log: the run's output stays the program's."""
+    write(
+        tmp_path / "train.py",
+        "import kubetrain.metrics as m\nprint('before')\nm.log(step=1, loss=0.5)\nprint('after')\n",
+    )
+    done = cli(
+        "run",
+        "--framework",
+        "generic",
+        "--replicas",
+        "1",
+        "--",
+        "python",
+        "train.py",
+        cwd=tmp_path,
+        env={"KUBETRAIN_METRICS": "stdout"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[worker-0] before", "[worker-0] after"]
+
+
+def replica(index: int, phase: ReplicaPhase, reason: str | None = None, restarts: int = 0) -> ReplicaStatus:
+    return ReplicaStatus("worker", index, phase, reason=reason, restarts=restarts)
+
+
+def test_the_line_says_what_is_running_what_waits_and_the_latest_metrics() -> None:
+    p = Progress(started=100.0)
+    p.event("warning: something")
+    p.event("created job train-ab12 (jobset flavor) in namespace ml: JobSet/train-ab12")
+    assert p.job_id == "train-ab12" and p.job_known.is_set()
+    p.keys(["worker-0", "worker-1", "worker-2"])
+    assert re.fullmatch(r". Pending · \?/3 running · 0:05", p.line(now=105.0))
+    p.status(
+        JobStatus(
+            "train-ab12",
+            "train",
+            phase=JobPhase.PENDING,
+            replicas=[
+                replica(0, ReplicaPhase.RUNNING),
+                replica(1, ReplicaPhase.PENDING, "ContainerCreating"),
+                replica(2, ReplicaPhase.PENDING, "ImagePullBackOff"),
+            ],
+        )
+    )
+    assert p.line(now=172.0)[2:] == "Pending · 1/3 running · 1 pulling image (back-off), 1 starting · 1:12"
+    p.status(
+        JobStatus(
+            "train-ab12",
+            "train",
+            phase=JobPhase.RUNNING,
+            replicas=[replica(i, ReplicaPhase.RUNNING, restarts=1 if i == 2 else 0) for i in range(3)],
+        )
+    )
+    for rank, loss in ((1, 9.0), (0, 0.5), (1, 8.0)):
+        p.sample(MetricSample("loss", loss, 40 + rank, 0.0, "worker", rank, rank))
+    p.sample(MetricSample("samples_per_s", 812.04, 41, 0.0, "worker", 0, 0))
+    assert p.line(now=3700.0)[2:] == "Running · 3/3 running · restarts 1 · 1:00:00 · step 41 loss 0.5 samples_per_s 812"
+    short = p.line(width=30, now=3700.0)
+    assert len(short) == 30 and short.endswith("…")
+
+
+def test_local_messages_name_the_job_too() -> None:
+    p = Progress()
+    p.event("job metrics-x7k2p: 2 processes (worker×2); Ctrl-C cancels")
+    assert p.job_id == "metrics-x7k2p"
+    assert [format_elapsed(s) for s in (7, 754, 3723)] == ["0:07", "12:34", "1:02:03"]
+
+
+def test_the_cli_imports_no_backend_for_the_status_line() -> None:
+    code = "import sys, kubetrain.progress; print([m for m in ('kubetrain.backends', 'pydantic') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
