@@ -5,11 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "== installing OpenMPI (Debian package openmpi-bin) for the MPI tests"
+# Debian packages: OpenMPI for the MPI tests, chromium and its driver for the web view's browser tests.
+missing=()
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openmpi-bin >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 echo "== installing Python packages into .venv"
@@ -17,6 +22,8 @@ python3 -m venv .venv
 # kube-emulator (testing/kube-emulator): the Kubernetes API emulator the tests and benchmarks import.
 .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[examples,test]' \
   -e testing/kube-emulator
+# TorchX for the from_torchx tests, without its urllib3 < 1.27 pin (see the test extra in pyproject.toml).
+.venv/bin/pip install --quiet --disable-pip-version-check --no-deps torchx==0.7.0
 
 echo "== ruff"
 .venv/bin/ruff check kubetrain tests benchmarks testing

@@ -38,6 +38,12 @@ COMMANDS: dict[str, Command] = {
     "schema": Command("schema", "Print the TrainJob JSON Schema (for editor completion and checks)."),
     "version": Command("version", "Print the kubetrain version."),
     "render": Command("render", "Render a job as Kubernetes manifests (no cluster needed)."),
+    "convert": Command(
+        "convert", "Print the TrainJob of a DeepSpeedJob, TrainingWorkload, Kubeflow job, JobSet or Volcano Job."
+    ),
+    # seeing training
+    "metrics": Command("metrics", "Print a job's metrics: latest values and a sparkline each (--watch to follow)."),
+    "ui": Command("ui", "Serve the web view: jobs, replicas, live logs and metrics (pip install 'kubetrain[ui]')."),
     # inside replicas and for cluster admins
     "resolve": Command(
         "resolve",

@@ -1,0 +1,549 @@
+"""The web view's ASGI app (Starlette): pages, server-sent events, metric plots and actions.
+
+Routes:
+
+- `GET /`: the jobs table; `GET /events`: its updates (event `jobs`, every row, on each change).
+- `GET /jobs/{backend}/{id}`: a job's page; `GET .../events`: its updates (`status`: the page's data;
+  `metrics`: the metric names and how many samples there are, which the page turns into new plot URLs).
+- `GET .../logs?role=&index=&grep=&tail=`: the merged output, followed (events `lines`, then `end`).
+- `GET .../metrics/{name}.svg?x=step|time`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
+- `POST .../{cancel|suspend|resume|delete}`: an action (CSRF token and same origin required).
+
+Blocking backend calls run in threads; followers of logs and metrics run on threads of their own and hand
+their records to the event loop (`call_soon_threadsafe`). Updates are sent when a source's change feed
+moves (`changes.py`); a quiet stream sends a comment every `KEEPALIVE` seconds so a closed tab is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..contract.errors import KubetrainError
+from . import pages, svg
+from .changes import ChangeFeed
+from .security import Guard, new_session
+from .sources import Source
+from .views import ACTIONS
+
+STATIC_DIR = Path(__file__).with_name("static")
+KEEPALIVE = 15.0
+"""Seconds of quiet after which a stream sends a comment (a closed tab then ends its stream)."""
+COALESCE = 0.05
+"""Seconds a stream waits after a change for the rest of its burst, so a burst costs one update."""
+LOG_BATCH = 2000
+"""Lines per `lines` event at most (the page appends each event as one text block)."""
+LOG_BUFFER = 200_000
+"""Lines a log stream holds for a slow viewer before it drops the oldest (and says how many)."""
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+# -- security middleware ------------------------------------------------------------------------------
+
+
+def _cookies(scope: Scope) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    for name, value in scope.get("headers", []):
+        if name == b"cookie":
+            with contextlib.suppress(Exception):
+                jar.load(value.decode("latin-1"))
+    return {k: v.value for k, v in jar.items()}
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class GuardMiddleware:
+    """Host check, token, session cookie and CSRF/origin checks for actions (`security.Guard`), and the
+    response headers that keep pages from being framed or running anything not served here."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        g = self.guard
+        host = _header(scope, b"host")
+        if not g.host_allowed(host):
+            await _plain(send, 403, "kubetrain ui answers only to localhost addresses (Host header refused)")
+            return
+        cookies = _cookies(scope)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        set_cookies: list[str] = []
+        if g.token is not None:
+            presented = cookies.get(g.token_cookie)
+            auth = _header(scope, b"authorization")
+            if auth and auth.lower().startswith("bearer "):
+                presented = auth[7:].strip()
+            offered = (query.get("token") or [None])[0]
+            if offered is not None and g.token_ok(offered) and scope["method"] == "GET":
+                # The token moves into a cookie and out of the address (history, screen shares, Referer).
+                rest = {k: v for k, v in query.items() if k != "token"}
+                location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
+                cookie = f"{g.token_cookie}={offered}; HttpOnly; SameSite=Strict; Path=/"
+                await _redirect(send, location, [cookie])
+                return
+            if not g.token_ok(presented):
+                await _plain(
+                    send, 403, "kubetrain ui: a token is required: open the address printed at start (?token=...)"
+                )
+                return
+        session = cookies.get(g.session_cookie)
+        if not session:
+            session = new_session()
+            set_cookies.append(f"{g.session_cookie}={session}; HttpOnly; SameSite=Strict; Path=/")
+        scope.setdefault("state", {})["session"] = session
+        if scope["method"] not in ("GET", "HEAD"):
+            if not g.same_origin(_header(scope, b"origin"), _header(scope, b"sec-fetch-site"), host):
+                await _plain(send, 403, "cross-site request refused")
+                return
+            if not g.csrf_ok(cookies.get(g.session_cookie), _header(scope, b"x-kubetrain-csrf")):
+                await _plain(send, 403, "missing or wrong CSRF token: reload the page")
+                return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(b"set-cookie", c.encode()) for c in set_cookies]
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                ]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = (text + "\n").encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect(send: Send, location: str, cookies: Sequence[str]) -> None:
+    headers = [(b"location", location.encode()), (b"content-length", b"0")]
+    headers += [(b"set-cookie", c.encode()) for c in cookies]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+# -- following on threads -------------------------------------------------------------------------------
+
+
+class Pipe:
+    """Items from a blocking iterator on a thread of its own, handed to the event loop in batches."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = LOG_BUFFER) -> None:
+        self.loop = loop
+        self.items: collections.deque[Any] = collections.deque()
+        self.limit = limit
+        self.dropped = 0
+        self.done = False
+        self.error: BaseException | None = None
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._ready = asyncio.Event()
+
+    def run(self, iterator: Callable[[], Iterator[Any]], name: str) -> Pipe:
+        def pump() -> None:
+            try:
+                for item in iterator():
+                    if self.stopped.is_set():
+                        break
+                    self.put(item)
+            except BaseException as exc:  # shown to the viewer, not lost on a thread
+                self.error = exc
+            finally:
+                self.done = True
+                self._notify()
+
+        threading.Thread(target=pump, name=name, daemon=True).start()
+        return self
+
+    def put(self, item: Any) -> None:
+        with self._lock:
+            was_empty = not self.items
+            self.items.append(item)
+            if len(self.items) > self.limit:
+                self.items.popleft()
+                self.dropped += 1
+        if was_empty:
+            self._notify()
+
+    def _notify(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._ready.set)
+
+    def wake(self) -> None:
+        self._notify()
+
+    async def take(self, most: int, timeout: float) -> list[Any]:
+        """Up to `most` items, waiting at most `timeout` seconds for the first."""
+        if not self.items and not self.done:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        self._ready.clear()
+        with self._lock:
+            batch = [self.items.popleft() for _ in range(min(most, len(self.items)))]
+            if self.items:
+                self._ready.set()
+        return batch
+
+    @property
+    def finished(self) -> bool:
+        return self.done and not self.items
+
+
+@dataclass
+class MetricsTracker:
+    """The samples of one job's metrics, followed once for every viewer of the job."""
+
+    samples: list[Any] = field(default_factory=list)
+    feed: ChangeFeed = field(default_factory=ChangeFeed)
+    running: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def names(self) -> list[str]:
+        with self.lock:
+            return sorted({str(s.name) for s in self.samples})
+
+    def snapshot(self) -> list[Any]:
+        with self.lock:
+            return list(self.samples)
+
+    def follow(self, source: Source, job_id: str) -> None:
+        """Read the job's metrics from the start and follow them on a thread, unless already doing so."""
+        with self.lock:
+            if self.running:
+                return
+            self.running = True
+            self.samples = []
+
+        def pump() -> None:
+            try:
+                for sample in source.metrics(job_id, follow=True):
+                    with self.lock:
+                        self.samples.append(sample)
+                    self.feed.bump()
+            except Exception:
+                pass
+            finally:
+                with self.lock:
+                    self.running = False
+                self.feed.bump()
+
+        threading.Thread(target=pump, name=f"ui-metrics-{job_id}", daemon=True).start()
+
+
+# -- the app -----------------------------------------------------------------------------------------------
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+class WebView:
+    """The app's state: the sources (one per backend), the security guard, the metric trackers."""
+
+    def __init__(self, sources: Sequence[Source], guard: Guard) -> None:
+        self.sources = {s.name: s for s in sources}
+        self.guard = guard
+        self.any_change = ChangeFeed()
+        self.trackers: dict[tuple[str, str], MetricsTracker] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closing = False
+        self.pipes: set[Pipe] = set()
+
+    def close_streams(self) -> None:
+        """End every open event stream (before the server stops: it would otherwise wait for them)."""
+        self.closing = True
+        for source in self.sources.values():
+            source.feed.bump()
+        for tracker in list(self.trackers.values()):
+            tracker.feed.bump()
+        for pipe in list(self.pipes):
+            pipe.wake()
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        self.loop = asyncio.get_running_loop()
+        self.any_change.attach(self.loop)
+        for source in self.sources.values():
+            source.feed.attach(self.loop)
+            source.feed.parent = self.any_change
+            await asyncio.to_thread(source.start)
+        try:
+            yield
+        finally:
+            for source in self.sources.values():
+                await asyncio.to_thread(source.close)
+
+    def source(self, request: Request) -> Source:
+        name = request.path_params["backend"]
+        source = self.sources.get(name)
+        if source is None:
+            raise KubetrainError(f"no backend {name!r} in this view (it shows: {', '.join(self.sources)})")
+        return source
+
+    def csrf(self, request: Request) -> str:
+        return self.guard.csrf_token(request.scope.get("state", {}).get("session", ""))
+
+    # -- the jobs table ----------------------------------------------------------------------------------
+
+    async def all_rows(self) -> tuple[list[Any], list[str]]:
+        rows: list[Any] = []
+        errors: list[str] = []
+        for source in self.sources.values():
+            try:
+                rows += await asyncio.to_thread(source.rows)
+            except Exception as exc:  # one unreachable cluster must not hide the local jobs
+                errors.append(f"{source.name}: {exc}")
+        rows.sort(key=lambda r: r.created_at or 0.0, reverse=True)
+        return rows, errors
+
+    async def index(self, request: Request) -> Response:
+        rows, errors = await self.all_rows()
+        return HTMLResponse(pages.jobs_page(rows, list(self.sources), self.csrf(request), errors))
+
+    async def api_jobs(self, request: Request) -> Response:
+        rows, errors = await self.all_rows()
+        return JSONResponse({"jobs": [r.to_json() for r in rows], "errors": errors})
+
+    async def jobs_events(self, request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            seen = self.any_change.version
+            last: Any = None
+            while not self.closing:
+                rows, errors = await self.all_rows()
+                data = {"jobs": [r.to_json() for r in rows], "errors": errors, "now": time.time()}
+                if (data["jobs"], errors) != last:
+                    last = (data["jobs"], errors)
+                    yield _sse("jobs", data)
+                now = await self.any_change.wait(seen, KEEPALIVE)
+                if now == seen:
+                    yield ": keepalive\n\n"
+                    continue
+                await asyncio.sleep(COALESCE)
+                seen = self.any_change.version
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    # -- a job -------------------------------------------------------------------------------------------
+
+    def tracker(self, source: Source, job_id: str) -> MetricsTracker:
+        key = (source.name, job_id)
+        tracker = self.trackers.get(key)
+        if tracker is None:
+            if len(self.trackers) > 64:  # the oldest finished ones go
+                for k, t in list(self.trackers.items())[:16]:
+                    if not t.running:
+                        del self.trackers[k]
+            tracker = self.trackers[key] = MetricsTracker()
+            if self.loop is not None:
+                tracker.feed.attach(self.loop)
+        return tracker
+
+    async def job(self, request: Request) -> Response:
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+        try:
+            detail = await asyncio.to_thread(source.detail, job_id)
+            spec = await asyncio.to_thread(source.spec, job_id)
+        except KubetrainError as exc:
+            return HTMLResponse(pages.message_page("Job not found", str(exc), self.csrf(request)), status_code=404)
+        tracker = self.tracker(source, detail.row.id)
+        if not tracker.running and source.has_metrics():
+            tracker.follow(source, detail.row.id)
+        return HTMLResponse(pages.job_page(detail, spec, tracker.names(), tracker.feed.version, self.csrf(request)))
+
+    async def detail_json(self, request: Request) -> Response:
+        source = self.source(request)
+        try:
+            detail = await asyncio.to_thread(source.detail, request.path_params["job_id"])
+        except KubetrainError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse(detail.to_json())
+
+    async def job_events(self, request: Request) -> Response:
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+
+        async def stream() -> AsyncIterator[str]:
+            seen = source.feed.version
+            last: Any = None
+            tracker: MetricsTracker | None = None
+            metrics_seen = -1
+            while not self.closing:
+                try:
+                    detail = await asyncio.to_thread(source.detail, job_id)
+                except KubetrainError as exc:
+                    yield _sse("gone", {"message": str(exc)})
+                    return
+                data = detail.to_json()
+                if data != last:
+                    last = data
+                    yield _sse("status", data)
+                if tracker is None and source.has_metrics():
+                    tracker = self.tracker(source, detail.row.id)
+                if tracker is not None:
+                    if not tracker.running and detail.row.phase not in ("Succeeded", "Failed", "Cancelled"):
+                        tracker.follow(source, detail.row.id)
+                    if tracker.feed.version != metrics_seen:
+                        metrics_seen = tracker.feed.version
+                        yield _sse(
+                            "metrics",
+                            {"names": tracker.names(), "version": metrics_seen, "samples": len(tracker.samples)},
+                        )
+                waits = [asyncio.ensure_future(source.feed.wait(seen, KEEPALIVE))]
+                if tracker is not None:
+                    waits.append(asyncio.ensure_future(tracker.feed.wait(metrics_seen, KEEPALIVE)))
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                if source.feed.version == seen and (tracker is None or tracker.feed.version == metrics_seen):
+                    yield ": keepalive\n\n"
+                    continue
+                await asyncio.sleep(COALESCE)
+                seen = source.feed.version
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def logs(self, request: Request) -> Response:
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+        q = request.query_params
+        filters: dict[str, Any] = {}
+        try:
+            if q.get("role"):
+                filters["role"] = q["role"]
+            if q.get("index"):
+                filters["index"] = int(q["index"])
+            if q.get("tail"):
+                filters["tail"] = max(0, int(q["tail"]))
+            if q.get("grep"):
+                re.compile(q["grep"])
+                filters["grep"] = q["grep"]
+        except (ValueError, re.error) as exc:
+            error = f"bad filter: {exc}"
+            return StreamingResponse(iter([_sse("failed", {"message": error})]), media_type="text/event-stream")
+        loop = asyncio.get_running_loop()
+
+        async def stream() -> AsyncIterator[str]:
+            pipe = Pipe(loop).run(lambda: source.logs(job_id, **filters), name=f"ui-logs-{job_id}")
+            self.pipes.add(pipe)
+            try:
+                while not self.closing:
+                    batch = await pipe.take(LOG_BATCH, KEEPALIVE)
+                    if batch:
+                        yield _sse("lines", [[r.key, r.stream, r.text, r.time_ns] for r in batch])
+                    elif not pipe.finished:
+                        yield ": keepalive\n\n"
+                    if pipe.finished:
+                        if pipe.error is not None:
+                            yield _sse("failed", {"message": str(pipe.error)})
+                        else:
+                            yield _sse("end", {"dropped": pipe.dropped})
+                        return
+            finally:
+                pipe.stopped.set()
+                self.pipes.discard(pipe)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def metric_svg(self, request: Request) -> Response:
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+        name = request.path_params["name"]
+        x = "time" if request.query_params.get("x") == "time" else "step"
+        tracker = self.trackers.get((source.name, job_id))
+        if tracker is not None and (tracker.running or tracker.samples):
+            samples = tracker.snapshot()
+        else:
+            samples = await asyncio.to_thread(lambda: list(source.metrics(job_id)))
+        body = await asyncio.to_thread(svg.plot, samples, name, x)
+        return Response(body, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+
+    async def action(self, request: Request) -> Response:
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+        action = request.path_params["action"]
+        if action not in ACTIONS:
+            return JSONResponse({"error": f"unknown action {action!r}"}, status_code=404)
+        try:
+            phase = await asyncio.to_thread(source.act, job_id, action)
+        except KubetrainError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        return JSONResponse({"job": job_id, "action": action, "phase": phase})
+
+    def app(self) -> ASGIApp:
+        job = "/jobs/{backend}/{job_id}"
+        routes = [
+            Route("/", self.index),
+            Route("/events", self.jobs_events),
+            Route("/api/jobs", self.api_jobs),
+            Route(job, self.job),
+            Route(job + "/detail.json", self.detail_json),
+            Route(job + "/events", self.job_events),
+            Route(job + "/logs", self.logs),
+            Route(job + "/metrics/{name}.svg", self.metric_svg),
+            Route(job + "/{action}", self.action, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+        ]
+        return GuardMiddleware(Starlette(routes=routes, lifespan=self.lifespan), self.guard)
+
+
+def create_app(sources: Sequence[Source], guard: Guard) -> ASGIApp:
+    """The web view over `sources` (opened backends), guarded by `guard`."""
+    return WebView(sources, guard).app()
+
+
+__all__ = ["GuardMiddleware", "Pipe", "WebView", "create_app"]

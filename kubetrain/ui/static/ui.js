@@ -1,0 +1,273 @@
+// kubetrain ui: keeps the server-rendered pages current from server-sent events.
+// Every value from a job is put in the page with textContent, never parsed as HTML.
+(function () {
+  "use strict";
+
+  var body = document.body;
+  var csrfMeta = document.querySelector('meta[name="kubetrain-csrf"]');
+  var csrf = csrfMeta ? csrfMeta.content : "";
+  var MAX_LOG_LINES = 200000;
+
+  function el(tag, text, className) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function cell(text, className) { return el("td", text, className); }
+
+  function phaseSpan(phase) { return el("span", phase, "phase phase-" + phase); }
+
+  // kubectl's ages, as `kubetrain list` prints them (status_text.format_age).
+  function formatAge(seconds) {
+    if (seconds === null || seconds === undefined || isNaN(seconds)) return "<unknown>";
+    var s = Math.floor(seconds);
+    if (s < 0) return "0s";
+    if (s < 120) return s + "s";
+    var m = Math.floor(s / 60);
+    if (m < 10) return s % 60 ? m + "m" + (s % 60) + "s" : m + "m";
+    if (m < 180) return m + "m";
+    var h = Math.floor(s / 3600);
+    if (h < 8) return m % 60 ? h + "h" + (m % 60) + "m" : h + "h";
+    if (h < 48) return h + "h";
+    if (h < 24 * 8) return h % 24 ? Math.floor(h / 24) + "d" + (h % 24) + "h" : Math.floor(h / 24) + "d";
+    return Math.floor(h / 24) + "d";
+  }
+
+  function updateAges() {
+    var now = Date.now() / 1000;
+    document.querySelectorAll("td.age[data-created]").forEach(function (td) {
+      var created = parseFloat(td.getAttribute("data-created"));
+      if (!isNaN(created)) td.textContent = formatAge(now - created);
+    });
+  }
+
+  function live(source) {
+    var dot = document.getElementById("live");
+    source.addEventListener("open", function () { if (dot) dot.className = "live on"; });
+    source.addEventListener("error", function () { if (dot) dot.className = "live"; });
+  }
+
+  // -- the jobs table -------------------------------------------------------------------------------
+
+  function jobRow(job) {
+    var tr = document.createElement("tr");
+    tr.setAttribute("data-key", job.backend + "/" + job.id);
+    var name = cell();
+    var a = el("a", job.id);
+    a.href = job.href;
+    name.appendChild(a);
+    tr.appendChild(name);
+    tr.appendChild(cell(job.backend + (job.namespace ? " / " + job.namespace : "")));
+    tr.appendChild(cell(job.framework || "-"));
+    var phase = cell();
+    phase.appendChild(phaseSpan(job.phase));
+    tr.appendChild(phase);
+    tr.appendChild(cell(job.ready + "/" + job.total, "num"));
+    tr.appendChild(cell(job.restarts, "num"));
+    var age = cell("", "age");
+    if (job.created_at !== null) age.setAttribute("data-created", job.created_at);
+    tr.appendChild(age);
+    return tr;
+  }
+
+  function jobsPage() {
+    var tbody = document.querySelector("#jobs tbody");
+    var source = new EventSource(body.getAttribute("data-events"));
+    live(source);
+    source.addEventListener("jobs", function (event) {
+      var data = JSON.parse(event.data);
+      var rows = data.jobs.map(jobRow);
+      tbody.replaceChildren.apply(tbody, rows);
+      document.getElementById("count").textContent = String(rows.length);
+      document.getElementById("empty").hidden = rows.length > 0;
+      updateAges();
+    });
+    updateAges();
+    setInterval(updateAges, 5000); // ages tick in the page; nothing is asked of the server
+  }
+
+  // -- a job's page -----------------------------------------------------------------------------------
+
+  function fillTable(selector, rows, build) {
+    var tbody = document.querySelector(selector + " tbody");
+    tbody.replaceChildren.apply(tbody, rows.map(build));
+  }
+
+  function renderStatus(d) {
+    var phase = document.getElementById("phase");
+    phase.textContent = d.row.phase;
+    phase.className = "phase phase-" + d.row.phase;
+    document.getElementById("ready").textContent = d.row.ready + "/" + d.row.total;
+    document.getElementById("restarts").textContent = String(d.row.restarts);
+    document.getElementById("message").textContent = d.message || "";
+    fillTable("#replicas", d.replicas, function (r) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-replica", r.role + "-" + r.index);
+      tr.appendChild(cell(r.role));
+      tr.appendChild(cell(r.index, "num"));
+      var p = cell();
+      p.appendChild(phaseSpan(r.phase));
+      tr.appendChild(p);
+      tr.appendChild(cell(r.exit || "-"));
+      tr.appendChild(cell(r.restarts, "num"));
+      tr.appendChild(cell(r.reason || ""));
+      return tr;
+    });
+    fillTable("#conditions", d.conditions, function (c) {
+      var tr = document.createElement("tr");
+      var when = c.time ? new Date(c.time * 1000).toTimeString().slice(0, 8) : "";
+      [c.type, c.status, c.reason || "", when, c.message || ""].forEach(function (v) { tr.appendChild(cell(v)); });
+      return tr;
+    });
+    var pending = document.getElementById("pending");
+    pending.replaceChildren.apply(pending, d.pending.map(function (p) {
+      var li = el("li");
+      li.appendChild(el("b", p.cause));
+      li.appendChild(document.createTextNode((p.replicas.length ? " (" + p.replicas.join(", ") + ")" : "") + ": " + p.message));
+      li.appendChild(el("div", "hint: " + p.hint, "hint"));
+      return li;
+    }));
+    var failure = document.getElementById("failure");
+    var parts = [];
+    if (d.failure) {
+      parts.push(el("h3", d.failure.final ? "Failure" : "Last failure"));
+      parts.push(el("p", d.failure.headline, "headline"));
+      if (d.failure.message) parts.push(el("p", d.failure.message));
+      if (d.failure.lastLines.length) {
+        parts.push(el("p", "last output of " + d.failure.replica + ":", "muted"));
+        parts.push(el("pre", d.failure.lastLines.join("\n"), "lastlines"));
+      }
+    }
+    failure.replaceChildren.apply(failure, parts);
+    document.querySelectorAll("button.action").forEach(function (b) {
+      b.disabled = d.actions.indexOf(b.getAttribute("data-action")) < 0;
+    });
+  }
+
+  var metricVersion = 0;
+
+  function plotSrc(name) {
+    var x = document.getElementById("metric-x").value;
+    return body.getAttribute("data-job") + "/metrics/" + encodeURIComponent(name) + ".svg?x=" + x + "&v=" + metricVersion;
+  }
+
+  function renderMetrics(d) {
+    metricVersion = d.version;
+    var box = document.getElementById("metrics");
+    var have = {};
+    box.querySelectorAll("img.plot").forEach(function (img) { have[img.getAttribute("data-metric")] = img; });
+    d.names.forEach(function (name) {
+      var img = have[name];
+      if (!img) {
+        img = document.createElement("img");
+        img.className = "plot";
+        img.setAttribute("data-metric", name);
+        img.alt = name;
+        box.appendChild(img);
+      }
+      // Replaced only once the new picture has loaded, so a growing plot never blinks.
+      var next = new Image();
+      var src = plotSrc(name);
+      next.onload = function () { img.src = src; };
+      next.src = src;
+    });
+    document.getElementById("no-metrics").hidden = d.names.length > 0;
+  }
+
+  var logSource = null;
+  var logLines = 0;
+
+  function startLogs() {
+    var form = document.getElementById("log-filters");
+    var params = new URLSearchParams();
+    ["role", "index", "grep", "tail"].forEach(function (k) {
+      var v = form.elements[k].value;
+      if (v !== "") params.set(k, v);
+    });
+    if (logSource) logSource.close();
+    var box = document.getElementById("log");
+    var error = document.getElementById("log-error");
+    var count = document.getElementById("log-count");
+    box.replaceChildren();
+    error.hidden = true;
+    logLines = 0;
+    count.textContent = "";
+    var source = new EventSource(body.getAttribute("data-logs") + "?" + params.toString());
+    logSource = source;
+    source.addEventListener("lines", function (event) {
+      var lines = JSON.parse(event.data);
+      // One text block per batch: ten thousand lines are a handful of nodes, not ten thousand.
+      var text = lines.map(function (l) { return "[" + l[0] + "] " + l[2]; }).join("\n");
+      box.appendChild(el("pre", text, "chunk"));
+      logLines += lines.length;
+      while (logLines > MAX_LOG_LINES && box.firstChild) {
+        logLines -= box.firstChild.textContent.split("\n").length;
+        box.removeChild(box.firstChild);
+      }
+      count.textContent = logLines + " lines";
+      if (document.getElementById("log-follow").checked) box.scrollTop = box.scrollHeight;
+    });
+    source.addEventListener("end", function () {
+      source.close();
+      box.appendChild(el("div", "— end of output —", "log-end"));
+    });
+    source.addEventListener("failed", function (event) {
+      source.close();
+      error.textContent = JSON.parse(event.data).message;
+      error.hidden = false;
+    });
+  }
+
+  function act(button) {
+    var action = button.getAttribute("data-action");
+    var job = body.getAttribute("data-id");
+    if (!window.confirm(action + " job " + job + "?\n" + button.title)) return;
+    var result = document.getElementById("action-result");
+    result.textContent = action + "…";
+    fetch(body.getAttribute("data-job") + "/" + action, {
+      method: "POST",
+      headers: { "X-Kubetrain-CSRF": csrf },
+      credentials: "same-origin",
+    }).then(function (response) {
+      return response.json().then(function (data) {
+        if (!response.ok) { result.textContent = data.error || response.statusText; return; }
+        result.textContent = action + ": " + data.phase;
+        if (action === "delete") { window.location.href = "/"; return; }
+        // The backend's answer is the job's state now (on a cluster a cancelled job is then deleted, and
+        // no later status event may come to say it).
+        var phase = document.getElementById("phase");
+        phase.textContent = data.phase;
+        phase.className = "phase phase-" + data.phase;
+      });
+    }).catch(function (err) { result.textContent = String(err); });
+  }
+
+  function jobPage() {
+    var source = new EventSource(body.getAttribute("data-events"));
+    live(source);
+    source.addEventListener("status", function (event) { renderStatus(JSON.parse(event.data)); });
+    source.addEventListener("metrics", function (event) { renderMetrics(JSON.parse(event.data)); });
+    source.addEventListener("gone", function (event) {
+      source.close();
+      document.getElementById("message").textContent = JSON.parse(event.data).message;
+    });
+    document.getElementById("metric-x").addEventListener("change", function () {
+      document.querySelectorAll("#metrics img.plot").forEach(function (img) {
+        img.src = plotSrc(img.getAttribute("data-metric"));
+      });
+    });
+    document.getElementById("log-filters").addEventListener("submit", function (event) {
+      event.preventDefault();
+      startLogs();
+    });
+    document.querySelectorAll("button.action").forEach(function (b) {
+      b.addEventListener("click", function () { act(b); });
+    });
+    startLogs();
+  }
+
+  if (body.getAttribute("data-page") === "jobs") jobsPage();
+  if (body.getAttribute("data-page") === "job") jobPage();
+})();

@@ -1,0 +1,37 @@
+"""Fixtures of the web view's tests: a local backend and the web view served over it on a thread.
+
+Skipped as a whole, saying why, where the optional extra `kubetrain[ui]` is not installed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+
+from kubetrain.ui import INSTALL_HINT, missing_dependencies
+
+if missing_dependencies():
+    pytest.skip(f"the web view's extra is not installed ({INSTALL_HINT})", allow_module_level=True)
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.ui.server import Background
+
+
+@pytest.fixture
+def local() -> Iterator[LocalBackend]:
+    backend = LocalBackend()
+    try:
+        yield backend
+    finally:
+        for status in backend.list():  # a test that stopped early leaves no job running
+            if not status.phase.is_terminal:
+                with contextlib.suppress(Exception):
+                    backend.cancel(status.job_id)
+        backend.close()
+
+
+@pytest.fixture
+def server(local: LocalBackend) -> Iterator[Background]:
+    with Background([local]) as bg:
+        yield bg

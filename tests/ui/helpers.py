@@ -1,0 +1,161 @@
+"""Helpers of the web view's tests: a real server on a thread, HTTP and server-sent events over sockets,
+and local jobs whose replicas wait on FIFOs (so a test moves them on by an event, never by a sleep)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.jobspec import from_dict
+
+XSS = "<script>alert(1)</script>"
+
+# A replica: says the XSS line, then per gate five steps (a line and a metric each) and waits on the gate
+# (a FIFO of its own: opening it blocks until the test opens it for writing).
+TRAIN = """
+import os, sys
+import kubetrain.metrics as m
+i = int(os.environ["KUBETRAIN_REPLICA_INDEX"])
+print("<script>alert(1)</script>", flush=True)
+for g, gate in enumerate(sys.argv[1:]):
+    for step in range(g * 5, g * 5 + 5):
+        m.log(step=step, loss=1.0 / (step + 1) + i * 0.1)
+        print(f"replica {i} step {step}", flush=True)
+    open(f"{gate}-{i}").read()
+"""
+
+
+@dataclass
+class Gated:
+    """A local 2-replica job created paused, its replicas held at FIFO gates."""
+
+    job_id: str
+    gates: list[Path]
+    replicas: int
+
+    def open_gate(self, n: int) -> None:
+        """Let every replica past gate `n`: each FIFO's open returns once its replica waits there."""
+        for i in range(self.replicas):
+            fd = os.open(f"{self.gates[n]}-{i}", os.O_WRONLY)
+            os.close(fd)
+
+
+def gated_job(backend: LocalBackend, tmp: Path, *, gates: int = 2, name: str = "train", replicas: int = 2) -> Gated:
+    script = tmp / "train.py"
+    script.write_text(TRAIN)
+    paths = []
+    for n in range(gates):
+        p = tmp / f"gate{n}"
+        for i in range(replicas):
+            os.mkfifo(f"{p}-{i}")
+        paths.append(p)
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "framework": "generic",
+            "replicas": replicas,
+            "runMode": "Pause",
+            "run": {"exec": [sys.executable, str(script), *map(str, paths)]},
+        },
+    }
+    result = backend.run(from_dict(doc), detach=True)
+    return Gated(result.job_id, paths, replicas)
+
+
+def release(gated: Gated) -> None:
+    """Open every gate not yet opened by a replica's reader (ends the replicas of a cancelled test too)."""
+    for gate in gated.gates:
+        for i in range(gated.replicas):
+            try:
+                fd = os.open(f"{gate}-{i}", os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # no reader (yet, or any more)
+                continue
+            os.close(fd)
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: str
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def request(url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None) -> Reply:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    try:
+        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode())
+    finally:
+        conn.close()
+
+
+def cookies_of(reply: Reply) -> dict[str, str]:
+    raw = reply.headers.get("set-cookie", "")
+    out = {}
+    for part in raw.split(", "):
+        name, _, rest = part.partition("=")
+        out[name.strip()] = rest.split(";", 1)[0]
+    return out
+
+
+class Events:
+    """A server-sent event stream, read event by event (a generous socket timeout guards a hung test)."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        parts = urlsplit(url)
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+        self.conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers or {})
+        self.resp = self.conn.getresponse()
+        assert self.resp.status == 200, self.resp.read()
+        assert self.resp.getheader("content-type", "").startswith("text/event-stream")
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        event, data = "message", list[str]()
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return
+            text = line.decode().rstrip("\n")
+            if text == "":
+                if data:
+                    yield event, json.loads("\n".join(data))
+                event, data = "message", []
+            elif text.startswith("event: "):
+                event = text[7:]
+            elif text.startswith("data: "):
+                data.append(text[6:])
+
+    def until(self, wanted: str, test: Any = lambda data: True) -> Any:
+        """The data of the first `wanted` event that passes `test`."""
+        for event, data in self:
+            if event == wanted and test(data):
+                return data
+        raise AssertionError(f"the stream ended before a {wanted} event")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Events:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def lines_of(events: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
+    return [(key, text) for event, data in events if event == "lines" for key, _s, text, _t in data]

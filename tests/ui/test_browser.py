@@ -1,0 +1,178 @@
+"""The web view in a real browser (Debian's chromium, headless, driven by selenium): a local 2-replica job's
+grid changes phase live, its log lines stream, its metric plot grows, cancel (confirmed) ends it Cancelled,
+and a replica's `<script>` line shows as text; then the same page for a job on the Kubernetes API emulator.
+
+Every wait is for something the page shows (selenium's WebDriverWait on a condition), never a sleep."""
+
+# ruff: noqa: F811 - pytest fixtures are imported from tests.support.cluster and named as parameters
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.status import JobPhase
+from kubetrain.ui.server import Background
+from tests.support.cluster import Cluster, emulated  # noqa: F401
+from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
+from tests.ui.helpers import XSS, gated_job, release, request
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip(
+        "the browser tests need Debian's chromium and chromium-driver (scripts/test.sh installs them)",
+        allow_module_level=True,
+    )
+selenium = pytest.importorskip("selenium", reason="the browser tests need selenium (the test extra)")
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+WAIT = 20.0
+"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1600",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
+    return WebDriverWait(driver, WAIT).until(test, message=what)
+
+
+# Read in one script run: the page replaces these nodes on every update, so a node found in one call may be
+# gone by the next.
+def text(driver: Any, css: str) -> str:
+    return str(
+        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
+    )
+
+
+def grid(driver: Any) -> list[tuple[str, str]]:
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#replicas tbody tr')]"
+        ".map(r => [r.getAttribute('data-replica'), r.cells[2].innerText])"
+    )
+    return [(str(a), str(b)) for a, b in rows]
+
+
+def no_alert(driver: Any) -> bool:
+    try:
+        driver.switch_to.alert  # noqa: B018 - raises when there is none
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def cancel_confirmed(driver: Any) -> None:
+    driver.find_element(By.CSS_SELECTOR, 'button[data-action="cancel"]').click()
+    alert = WebDriverWait(driver, WAIT).until(expected_conditions.alert_is_present())
+    assert alert.text.startswith("cancel job ")
+    alert.accept()
+    until(driver, "the job shown Cancelled", lambda d: text(d, "#phase") == "Cancelled")
+
+
+def plot_points(driver: Any) -> list[int]:
+    """The points of each line of the loss plot the page shows now (its SVG, fetched from its src)."""
+    src = driver.execute_script(
+        "const i = document.querySelector('#metrics img.plot[data-metric=loss]');return i && i.complete ? i.src : null"
+    )
+    if not src:
+        return []
+    body = request(src).body
+    return sorted(int(n) for n in body.split('data-points="')[1:] for n in [n.split('"', 1)[0]])
+
+
+def test_local_job_live(browser: Any, tmp_path: Path) -> None:
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=2)
+    try:
+        with Background([local]) as bg:
+            browser.get(bg.url + "/")
+            until(browser, "the job in the table", lambda d: job.job_id in text(d, "#jobs tbody"))
+            assert "Suspended" in text(browser, "#jobs tbody") and "generic" in text(browser, "#jobs tbody")
+            browser.find_element(By.LINK_TEXT, job.job_id).click()
+            until(browser, "the job page", lambda d: text(d, "#phase") == "Suspended")
+            assert grid(browser) == [("worker-0", "Pending"), ("worker-1", "Pending")]
+
+            local.resume(job.job_id)  # the grid changes phase live, pushed by the server
+            until(
+                browser,
+                "both replicas Running",
+                lambda d: grid(d) == [("worker-0", "Running"), ("worker-1", "Running")],
+            )
+            assert text(browser, "#phase") == "Running" and text(browser, "#ready") == "2/2"
+            until(
+                browser,
+                "log lines streamed",
+                lambda d: "replica 1 step 4" in text(d, "#log") and "replica 0 step 4" in text(d, "#log"),
+            )
+            until(browser, "a plot of five steps per replica", lambda d: plot_points(d) == [5, 5])
+
+            job.open_gate(0)  # five more steps each: the plot grows, the log goes on
+            until(browser, "the plot grown to ten steps", lambda d: plot_points(d) == [10, 10])
+            until(browser, "new log lines", lambda d: "replica 0 step 9" in text(d, "#log"))
+
+            log = text(browser, "#log")
+            assert f"[worker-0] {XSS}" in log and f"[worker-1] {XSS}" in log  # shown as text
+            assert browser.find_elements(By.CSS_SELECTOR, "#log script") == [] and no_alert(browser)
+
+            cancel_confirmed(browser)
+            assert local.status(job.job_id).phase is JobPhase.CANCELLED
+            until(browser, "the replicas stopped", lambda d: all(p != "Running" for _, p in grid(d)))
+            browser.get(bg.url + "/")
+            until(browser, "Cancelled in the table", lambda d: "Cancelled" in text(d, "#jobs tbody"))
+    finally:
+        release(job)
+        local.close()
+
+
+def test_kubernetes_job_live(browser: Any, emulated: Cluster) -> None:
+    cluster = emulated
+    backend = cluster.backend()
+    job = cluster.job("web", script="echo hi")
+    sub = backend.submit(job, flavor="job")
+    with Background([backend]) as bg:
+        browser.get(f"{bg.url}/jobs/kubernetes/{sub.name}")
+        until(browser, "the job page", lambda d: text(d, "#phase") in ("Pending", "Running"))
+        assert "pytorch" in text(browser, "#framework")
+        pods = cluster.start_pods(backend, "job", sub.name)
+        for replica, pod in pods.items():
+            cluster.kubelet(pod, "Running", XSS, f"hello from {replica}")
+        until(browser, "both replicas Running", lambda d: grid(d) == [("worker-0", "Running"), ("worker-1", "Running")])
+        until(browser, "log lines streamed", lambda d: "[worker-1] hello from worker-1" in text(d, "#log"))
+        assert f"[worker-0] {XSS}" in text(browser, "#log") and no_alert(browser)
+        assert cluster.emu is not None
+        cluster.emu.append_log(cluster.namespace, pods["worker-0"], "step 2 of worker-0\n")
+        until(browser, "a new line", lambda d: "step 2 of worker-0" in text(d, "#log"))
+        cancel_confirmed(browser)
+        # On a cluster a cancel deletes the job (its pods with it): it leaves the table.
+        browser.get(bg.url + "/")
+        until(browser, "the table loaded", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
+        until(browser, "the job gone from the table", lambda d: sub.name not in text(d, "#jobs"))

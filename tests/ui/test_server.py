@@ -1,0 +1,178 @@
+"""The web view over HTTP, as a browser or a script meets it: pages, live events, logs, plots, actions,
+and the guards (Host check, token, CSRF, escaping). A real server on a thread, real local jobs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.status import JobPhase
+from kubetrain.ui.security import Guard
+from kubetrain.ui.server import Background
+from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
+from tests.ui.helpers import XSS, Events, cookies_of, gated_job, lines_of, release, request
+
+CSRF = re.compile(r'<meta name="kubetrain-csrf" content="([0-9a-f]+)">')
+
+
+def test_jobs_table_updates_live_when_the_store_changes(
+    server: Background, local: LocalBackend, tmp_path: Path
+) -> None:
+    with Events(server.url + "/events") as events:
+        first = events.until("jobs")
+        assert first["jobs"] == []
+        job = gated_job(local, tmp_path, gates=1)
+        row = events.until("jobs", lambda d: len(d["jobs"]) == 1)["jobs"][0]
+        assert (row["id"], row["backend"], row["framework"], row["phase"]) == (
+            job.job_id,
+            "local",
+            "generic",
+            "Suspended",
+        )
+        assert (row["ready"], row["total"], row["restarts"]) == (0, 2, 0)
+        local.resume(job.job_id)
+        running = events.until("jobs", lambda d: d["jobs"][0]["ready"] == 2)["jobs"][0]
+        assert running["phase"] == "Running"
+        job.open_gate(0)
+        done = events.until("jobs", lambda d: d["jobs"][0]["phase"] == "Succeeded")["jobs"][0]
+        assert (done["ready"], done["total"]) == (2, 2)
+    page = request(server.url + "/")
+    assert page.status == 200 and f'href="/jobs/local/{job.job_id}"' in page.body and "Succeeded" in page.body
+
+
+def test_job_page_status_logs_metrics_and_escaping(server: Background, local: LocalBackend, tmp_path: Path) -> None:
+    job = gated_job(local, tmp_path, gates=2)
+    href = f"{server.url}/jobs/local/{job.job_id}"
+    try:
+        with Events(href + "/events") as events:
+            first = events.until("status")
+            assert first["row"]["phase"] == "Suspended"
+            assert [(r["role"], r["index"], r["phase"]) for r in first["replicas"]] == [
+                ("worker", 0, "Pending"),
+                ("worker", 1, "Pending"),
+            ]
+            assert "resume" in first["actions"] and "suspend" not in first["actions"]
+            local.resume(job.job_id)
+            running = events.until("status", lambda d: all(r["phase"] == "Running" for r in d["replicas"]))
+            assert running["row"]["phase"] == "Running"
+            metrics = events.until("metrics", lambda d: d["names"] == ["loss"] and d["samples"] == 10)
+        plot = request(f"{href}/metrics/loss.svg?x=step&v={metrics['version']}")
+        assert plot.status == 200 and plot.headers["content-type"].startswith("image/svg+xml")
+        assert plot.body.count('data-points="5"') == 2, plot.body  # a line per replica, five steps each
+        assert ">worker-0 0.2<" in plot.body and ">worker-1 0.3<" in plot.body  # the legend's latest values
+        job.open_gate(0)
+        job.open_gate(1)
+        assert local.status(job.job_id).phase in (JobPhase.RUNNING, JobPhase.SUCCEEDED)
+        with Events(href + "/logs?role=worker&index=1") as logs:
+            events_seen = list(logs)
+        assert events_seen[-1][0] == "end"
+        lines = lines_of(events_seen)
+        assert {key for key, _ in lines} == {"worker-1"}
+        assert (("worker-1", XSS)) in lines and ("worker-1", "replica 1 step 9") in lines
+        tail = lines_of(list(Events(href + "/logs?tail=1")))
+        assert sorted(tail) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
+        svg = request(f"{href}/metrics/loss.svg?x=time").body
+        assert svg.count('data-points="10"') == 2 and "loss by time" in svg
+    finally:
+        release(job)
+    page = request(href)
+    assert page.status == 200
+    assert "<script>alert" not in page.body  # nothing from the job is markup
+
+
+def test_failure_summary_is_escaped_on_the_page(server: Background, local: LocalBackend, tmp_path: Path) -> None:
+    script = tmp_path / "fail.py"
+    script.write_text(f"import sys\nprint({XSS!r})\nsys.exit(3)\n")
+    from kubetrain.jobspec import from_dict
+
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "boom"},
+        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script)]}},
+    }
+    result = local.run(from_dict(doc))
+    assert result.status is not None and result.status.phase is JobPhase.FAILED
+    page = request(f"{server.url}/jobs/local/{result.job_id}")
+    assert "worker-0 exited with code 3" in page.body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.body and XSS not in page.body
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+
+
+def test_actions_need_the_session_csrf_token_and_this_origin(
+    server: Background, local: LocalBackend, tmp_path: Path
+) -> None:
+    job = gated_job(local, tmp_path, gates=1)
+    href = f"{server.url}/jobs/local/{job.job_id}"
+    page = request(href)
+    session = cookies_of(page)
+    [token] = CSRF.findall(page.body)
+    cookie = "; ".join(f"{k}={v}" for k, v in session.items())
+    host = f"127.0.0.1:{server.port}"
+    refused = [
+        request(href + "/cancel", "POST"),  # no session, no token
+        request(href + "/cancel", "POST", {"Cookie": cookie}),  # no token
+        request(href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": "0" * 64}),
+        request(
+            href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Origin": "http://evil.example"}
+        ),
+        request(
+            href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Sec-Fetch-Site": "cross-site"}
+        ),
+    ]
+    assert [r.status for r in refused] == [403] * 5
+    assert local.status(job.job_id).phase is JobPhase.SUSPENDED
+    ok = request(
+        href + "/cancel",
+        "POST",
+        {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Origin": f"http://{host}", "Sec-Fetch-Site": "same-origin"},
+    )
+    assert ok.status == 200 and ok.json()["phase"] == "Cancelled"
+    assert local.status(job.job_id).phase is JobPhase.CANCELLED
+    again = request(href + "/resume", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token})
+    assert again.status == 409 and "Cancelled" in again.json()["error"]
+    gone = request(href + "/delete", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token})
+    assert gone.json()["phase"] == "Deleted" and local.list() == []
+
+
+def test_host_header_of_another_name_is_refused_on_loopback(server: Background) -> None:
+    """A page elsewhere reaching 127.0.0.1 through a DNS name of its own (rebinding) is refused."""
+    assert request(server.url + "/", headers={"Host": "attacker.example:80"}).status == 403
+    assert request(server.url + "/", headers={"Host": f"localhost:{server.port}"}).status == 200
+
+
+def test_any_other_address_requires_the_token(local: LocalBackend) -> None:
+    assert Guard.for_bind("127.0.0.1", 1).token is None
+    assert Guard.for_bind("0.0.0.0", 1).token and Guard.for_bind("192.168.1.5", 1).token
+    with Background([local], host="0.0.0.0") as bg:
+        url = f"http://127.0.0.1:{bg.port}"
+        token = bg.guard.token
+        assert token is not None
+        assert request(url + "/").status == 403
+        assert request(url + "/?token=wrong").status == 403
+        first = request(url + "/?token=" + token)
+        assert first.status == 303 and first.headers["location"] == "/"
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        name_value = cookie.split(";", 1)[0]
+        assert request(url + "/", headers={"Cookie": name_value}).status == 200
+        assert request(url + "/api/jobs", headers={"Authorization": f"Bearer {token}"}).json() == {
+            "jobs": [],
+            "errors": [],
+        }
+
+
+def test_cli_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "starlette"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "kubetrain.cli.main", "ui"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == "error: kubetrain ui needs starlette: pip install 'kubetrain[ui]'"
