@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .contract.choices import DEFAULT_FLAVOR
 
 if TYPE_CHECKING:
-    from .backends.base import Backend, RunResult, open_backend
+    from .backends.base import Backend, RunEvent, RunResult, open_backend
     from .backends.kubernetes.client.errors import KubernetesError
     from .backends.local.backend import LocalError
     from .backends.local.store import StoreError
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Backend": "backends.base",
     "RunResult": "backends.base",
+    "RunEvent": "backends.base",
     "open_backend": "backends.base",
     "KubetrainError": "contract.errors",
     "UsageError": "contract.errors",
@@ -87,6 +88,7 @@ __all__ = [
     "RoleSpec",
     "Run",
     "RunPolicy",
+    "RunEvent",
     "RunResult",
     "SpecError",
     "StoreError",
@@ -138,6 +140,7 @@ def run(
     sink: LogSink | None = None,
     quiet: bool = False,
     on_event: Callable[[str], None] | None = None,
+    on_status: Callable[[RunEvent], None] | None = None,
     base_dir: str | None = None,
     **options: Any,
 ) -> RunResult:
@@ -149,7 +152,13 @@ def run(
     Replicas' output: as the CLI does, it is shown `[role-index]` prefixed (`kubetrain.terminal.OutputSink`)
     when standard output is a terminal or this runs in a notebook (ipykernel); otherwise it goes only to the
     job's logs (`kubetrain logs ID`). `sink=` sends it elsewhere (any `contract.logs.LogSink`, e.g.
-    `OutputSink(out=file)`); `quiet=True` shows none. kubetrain's own messages go to `on_event`.
+    `OutputSink(out=file)`); `quiet=True` shows none. Lines `kubetrain.metrics.log` printed into it (on
+    Kubernetes) are left out, as `kubetrain logs` leaves them out (`kubetrain metrics ID` reads them).
+    kubetrain's own messages go to `on_event`, one line each.
+
+    `on_status` gets the run as data (`kubetrain.backends.base.RunEvent`): `created` with the job id as soon
+    as the job exists, `status` with the job's status whenever the job's or a replica's phase or restarts
+    change, and every message. It is called from the thread that runs the job, so it should return quickly.
 
     Ctrl-C while attached cancels the job as in the CLI (its replicas stopped, the job recorded Cancelled),
     then raises `KeyboardInterrupt`, so a loop of runs (a sweep) stops too.
@@ -172,6 +181,10 @@ def run(
         from .terminal import OutputSink
 
         sink = OutputSink()
+    if sink is not None:
+        from .progress import MetricLines
+
+        sink = MetricLines(sink)
     interrupted = False
 
     def on_interrupt(signum: int, frame: object) -> None:
@@ -187,21 +200,27 @@ def run(
     previous = signal.signal(signal.SIGINT, on_interrupt) if watch else None
     try:
         with open_backend(backend, **options) as opened:
-            result = opened.run(job, detach=detach, dry_run=dry_run, sink=sink, on_event=on_event)
+            result = opened.run(job, detach=detach, dry_run=dry_run, sink=sink, on_event=on_event, on_status=on_status)
     finally:
         if watch:
             signal.signal(signal.SIGINT, previous)
         if sink is not None:
             sink.flush()
     status = result.status
-    if status is not None and status.phase.value == "Cancelled" and (interrupted or status.message == _BY_CTRL_C):
+    if status is not None and status.phase.value == "Cancelled" and (interrupted or _by_ctrl_c(result)):
         sys.stderr.flush()
         raise KeyboardInterrupt(f"job {result.job_id} cancelled by Ctrl-C")
     return result
 
 
-#: The message the local supervisor records for a job cancelled by Ctrl-C.
-_BY_CTRL_C = "cancelled by Ctrl-C"
+def _by_ctrl_c(result: RunResult) -> bool:
+    """A Ctrl-C our handler did not see cancelled the job: the local supervisor, attached in this process,
+    handles SIGINT itself while it runs, and records it with its own constant."""
+    if result.backend != "local" or result.status is None:
+        return False
+    from .backends.local.supervisor import BY_CTRL_C
+
+    return result.status.message == BY_CTRL_C
 
 
 def _interactive() -> bool:

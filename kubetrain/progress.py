@@ -3,10 +3,13 @@
     ⠿ Running · 2/2 replicas running · restarts 1 · 0:42 · step 120 loss 0.3127 samples_per_s 812
 
 `Progress` is a small state machine fed by what a run already produces: the replicas' keys (from the
-output sink), kubetrain's messages (`on_event`: the job's id, restarts), the job's status (replicas
-running, restarts, on Kubernetes why pods are still pending: scheduling, pulling the image, starting) and
-metric samples. `line()` is pure formatting of that state; `kubetrain.terminal.OutputSink` draws it under
-the merged output (its `status_line` hook). Standard library only, and nothing here writes to a terminal.
+output sink), the run's events (`Backend.run(on_status=...)`: `created` names the job, `status` events say
+which replicas run, restarts, on Kubernetes why pods are still pending: scheduling, pulling the image,
+starting) and metric samples. It reads no message text: a reworded message changes nothing here.
+`line()` is pure formatting of that state; `kubetrain.terminal.OutputSink` draws it under the merged
+output (its `status_line` hook). `MetricLines` is the run's sink without the metric lines replicas print
+(on Kubernetes), which it hands to a `Progress`. Standard library only, and nothing here writes to a
+terminal.
 """
 
 from __future__ import annotations
@@ -15,10 +18,15 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
+from .contract.logs import LogRecord, LogSink
+from .metrics.sample import parse_log_line
+from .metrics.wire import MARKER
+
 if TYPE_CHECKING:
+    from .backends.base import RunEvent
     from .metrics.sample import MetricSample
     from .status import JobStatus
 
@@ -26,9 +34,6 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 MAX_METRICS = 3
 """Metrics shown on the line, the first logged first (the rest: `kubetrain metrics ID`)."""
 
-_JOB_ID = re.compile(r"^(?:created )?job (\S+?)[:\s]")
-"""The first message of a run names the job: `job 3f2a...: 2 processes ...` locally, `created job NAME (...)`
-on Kubernetes."""
 _PENDING_WORDS = {
     "ContainerCreating": "starting",
     "PodInitializing": "starting",
@@ -38,6 +43,8 @@ _PENDING_WORDS = {
     "NotStarted": "starting",
     "NoPod": "waiting for pods",
 }
+_SCHEDULING = "scheduling"
+"""A Pending replica with no reason and no node yet: a pod the scheduler has not placed."""
 
 
 def format_elapsed(seconds: float) -> str:
@@ -49,8 +56,8 @@ def format_elapsed(seconds: float) -> str:
 
 
 class Progress:
-    """What the status line says, updated from any thread (the sink's, the status poller's, the metrics
-    follower's)."""
+    """What the status line says, updated from any thread (the sink's, the backend's that runs the job, the
+    metrics follower's)."""
 
     def __init__(self, started: float | None = None) -> None:
         self.started = time.monotonic() if started is None else started
@@ -75,16 +82,15 @@ class Progress:
         with self._lock:
             self.total = max(self.total, len(list(keys)))
 
-    def event(self, text: str) -> None:
-        """One of kubetrain's messages about the run."""
-        with self._lock:
-            if self.job_id is None:
-                m = _JOB_ID.match(text)
-                if m is not None:
-                    self.job_id = m.group(1)
-                    self.job_known.set()
-            if "back-off: next attempt" in text:
-                self.phase = "Restarting"
+    def event(self, event: RunEvent) -> None:
+        """One of the run's events (`Backend.run(on_status=...)`): the job's id, its status; messages and
+        warnings are the terminal's to show, not the line's."""
+        if event.job_id is not None and self.job_id is None:
+            with self._lock:
+                self.job_id = event.job_id
+            self.job_known.set()
+        if event.status is not None:
+            self.status(event.status)
 
     def status(self, status: JobStatus) -> None:
         """The job's status now."""
@@ -94,7 +100,9 @@ class Progress:
             self.running = sum(1 for r in status.replicas if r.phase.value == "Running")
             self.restarts = status.total_restarts()
             self.waiting = Counter(
-                _PENDING_WORDS.get(r.reason or "", _words(r.reason or "pending"))
+                _PENDING_WORDS.get(r.reason, _words(r.reason))
+                if r.reason
+                else (_SCHEDULING if r.host is None and status.backend == "kubernetes" else "pending")
                 for r in status.replicas
                 if r.phase.value == "Pending"
             )
@@ -138,9 +146,39 @@ class Progress:
         return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+class MetricLines:
+    """The run's sink, minus the lines `kubetrain.metrics.log` writes into replicas' output (on Kubernetes, or
+    wherever a replica has no metrics file): they go to `progress` when there is one (the status line),
+    never to the screen, as `kubetrain logs` hides them (`kubetrain metrics ID` shows them). `kubetrain run`
+    and `kubetrain.run` both wrap their sink in it."""
+
+    def __init__(self, inner: LogSink, progress: Progress | None = None) -> None:
+        self.inner = inner
+        self.progress = progress
+
+    def add_keys(self, keys: Collection[str]) -> None:
+        if self.progress is not None:
+            self.progress.keys(keys)
+        self.inner.add_keys(keys)
+
+    def line(self, key: str, stream: str, text: str) -> None:
+        if text.startswith(MARKER):
+            if self.progress is not None:
+                for sample in parse_log_line(text, key) or ():
+                    self.progress.sample(sample)
+            return
+        self.inner.line(key, stream, text)
+
+    def record(self, rec: LogRecord) -> None:
+        self.line(rec.key, rec.stream, rec.text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+
 def _words(reason: str) -> str:
     """`ContainerCreating` → `container creating`: a reason as words."""
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", reason).lower()
 
 
-__all__ = ["MAX_METRICS", "Progress", "format_elapsed"]
+__all__ = ["MAX_METRICS", "MetricLines", "Progress", "format_elapsed"]

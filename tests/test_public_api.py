@@ -32,6 +32,7 @@ PUBLIC = [
     "RoleSpec",
     "Run",
     "RunPolicy",
+    "RunEvent",
     "RunResult",
     "SpecError",
     "StoreError",

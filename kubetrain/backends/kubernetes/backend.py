@@ -19,8 +19,8 @@ from ...contract.errors import UsageError
 from ...contract.labels import JOB_LABEL
 from ...contract.logs import LogRecord, LogSink
 from ...contract.naming import label_value
-from ...status import Condition, ConditionStatus, JobPhase, JobStatus
-from ..base import DryRun, EventSink, RunResult
+from ...status import Condition, ConditionStatus, JobPhase, JobStatus, stopped_by_cancel
+from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult
 from . import follow as following
 from .capabilities import Capabilities, check_queue, detect
 from .client.config import connect
@@ -183,15 +183,15 @@ class KubernetesBackend:
         dry_run: DryRun | None = None,
         sink: LogSink | None = None,
         on_event: EventSink | None = None,
+        on_status: RunEventSink | None = None,
     ) -> RunResult:
         """``kubetrain run --backend kubernetes``: create the job, then (unless ``detach``, or the job is
         created paused) follow it to its end, every replica's output into ``sink``, status changes and Pending
-        causes to ``on_event``. Ctrl-C (KeyboardInterrupt) cancels the job, as locally. ``dry_run="server"``:
-        the API server's verdict, nothing created; ``"client"``: the manifests (a v1 List), nothing sent."""
-        say: EventSink = on_event or (lambda text: None)
-
-        def warn(text: str) -> None:
-            say(f"warning: {text}")
+        causes to ``on_event``, and to ``on_status`` the status each time the follow's watch sees it change.
+        Ctrl-C (KeyboardInterrupt) cancels the job, as locally. ``dry_run="server"``: the API server's verdict,
+        nothing created; ``"client"``: the manifests (a v1 List), nothing sent."""
+        events = RunEvents(on_event, on_status)
+        warn = events.warning
 
         namespace = self.requested_namespace
         if dry_run == "client":
@@ -212,14 +212,15 @@ class KubernetesBackend:
         sub = self.submit(job, self.flavor, namespace, on_warning=warn)
         result = RunResult(sub.name, self.name, warnings=list(sub.warnings), detached=detach,
                            namespace=sub.namespace, flavor=sub.flavor)
-        say(f"created job {sub.name} ({sub.flavor} flavor) in namespace {sub.namespace}: "
-            + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in sub.objects))
+        events.created(sub.name, f"created job {sub.name} ({sub.flavor} flavor) in namespace {sub.namespace}: "
+                       + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in sub.objects))
         if detach or job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
             result.status = self.status_in(sub.name, sub.namespace)
             return result
-        result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=on_event,
+        result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
                                          timeout=self.timeout, cancel_on_interrupt=True,
-                                         resource=get_flavor(sub.flavor).resource_of(sub.root))
+                                         resource=get_flavor(sub.flavor).resource_of(sub.root),
+                                         on_status=events.status if events.wants_status else None)
         return result
 
     # -- status ---------------------------------------------------------------------------------------
@@ -366,6 +367,7 @@ class KubernetesBackend:
         now = time.time()
         status.phase = JobPhase.CANCELLED
         status.reason, status.message, status.finished_at = "Cancelled", "cancelled by request", now
+        stopped_by_cancel(status.replicas, now)  # their pods are being deleted: none will say it
         status.conditions.append(Condition("Cancelled", ConditionStatus.TRUE, "Cancelled", "cancelled by request", now))
         return status
 

@@ -92,11 +92,13 @@ def follow(
     timeout: float | None = None,
     cancel_on_interrupt: bool = False,
     resource: Resource | None = None,
+    on_status: Callable[[JobStatus], None] | None = None,
 ) -> JobStatus:
     """Follow a job to its end: every replica's output into ``sink``, status changes and Pending causes
     (one line per cause, with a hint) to ``on_event``. Returns the final status. Ctrl-C cancels the job
     when ``cancel_on_interrupt``. ``resource``: the job's workload kind when known (as after a submit), which
-    saves looking the job up."""
+    saves looking the job up. ``on_status``: the job's status each time the watch sees the workload or a pod
+    change (pods scheduled, pulling, starting, running, ending), with the Pending causes the pods show."""
     say = on_event or (lambda text: None)
     deadline = None if timeout is None else time.monotonic() + timeout
     jw = backend.watch(name, namespace, resource=resource)
@@ -117,7 +119,7 @@ def follow(
         log_thread.start()
     status: JobStatus | None = None
     try:
-        status = _follow_loop(backend, jw, state, name, say, deadline)
+        status = _follow_loop(backend, jw, state, name, say, deadline, on_status)
     except KeyboardInterrupt:
         if not cancel_on_interrupt:
             raise
@@ -135,7 +137,8 @@ def follow(
 
 
 def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: str, say: Callable[[str], None],
-                 deadline: float | None) -> JobStatus:
+                 deadline: float | None, on_status: Callable[[JobStatus], None] | None = None) -> JobStatus:
+    report = on_status or (lambda status: None)
     seen = 0
     last_phase: JobPhase | None = None
     replica_phases: dict[str, ReplicaPhase] = {}
@@ -169,6 +172,7 @@ def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: s
             say(f"job {name} {status.phase.value}" + (f" ({status.reason})" if status.reason else ""))
             last_phase = status.phase
         if status.phase.is_terminal:
+            report(status)
             stop_hosting(backend, jw)
             return status
         if any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
@@ -176,11 +180,14 @@ def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: s
             reads = time.monotonic() - last_read >= backend.diagnose_every
             if reads:
                 last_read = time.monotonic()
-            for d in backend.diagnose_pending(status, ordered(workloads), pods, reads=reads):
+            diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads)
+            for d in diagnoses:
                 line = d.line()
                 if line not in said:
                     said.add(line)
                     say(f"pending: {line}")
+            pending_reason(status, diagnoses)  # the job's reason: why it waits, as `status` says
+        report(status)
         if deadline is not None and time.monotonic() >= deadline:
             return status
 

@@ -35,7 +35,7 @@ from ...contract import env_names
 from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
 from ...contract.logs import LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
-from ..base import DryRun, EventSink, RunResult, StillStopping
+from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult, StillStopping
 from .launch import LaunchRecord, MachineFit, machine_fit
 from .processes import kill_recorded
 from .procfs import is_stopped, pid_alive, processes_with_env
@@ -252,6 +252,7 @@ class LocalBackend:
         dry_run: DryRun | None = None,
         sink: LogSink | None = None,
         on_event: EventSink | None = None,
+        on_status: RunEventSink | None = None,
     ) -> RunResult:
         """See `Backend.run`. A client dry run gives the launch record as data (`RunResult.plan`), its files
         folder shown as `<job-dir>/files`; nothing is stored."""
@@ -266,13 +267,14 @@ class LocalBackend:
                 job, job.name, DRY_RUN_FILES_DIR, cwd=working_dir(job, base_dir), preload=self.preload, fit=fit
             )
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
-        say = on_event or (lambda text: None)
+        events = RunEvents(on_event, on_status)
         self.sweep_expired()
         job_id, record = self._create(job, base_dir, check_programs=True)
         try:
+            events.created(job_id, f"created job {job_id}", say=False)
             warnings = list(record.warnings)
             for warning in warnings:
-                say(f"warning: {warning}")
+                events.warning(warning)
             status = self._status(job_id)
             if status.phase is JobPhase.SUSPENDED:  # created paused
                 return RunResult(job_id, self.name, status=status, warnings=warnings)
@@ -281,9 +283,9 @@ class LocalBackend:
                 return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
             count = len(record.processes)
             roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
-            say(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
+            events.message(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
             try:
-                self._run_attached(job_id, sink, on_event)
+                self._run_attached(job_id, sink, events)
             finally:
                 if sink is not None:
                     sink.flush()
@@ -381,11 +383,15 @@ class LocalBackend:
                 f"{env_names.HOME} to a folder you can write"
             )
 
-    def _run_attached(self, job_id: str, sink: LogSink | None, on_event: EventSink | None = None) -> JobPhase:
-        """Supervise the job in this process until it ends (or is suspended); Ctrl-C cancels it."""
+    def _run_attached(self, job_id: str, sink: LogSink | None, events: RunEvents | None = None) -> JobPhase:
+        """Supervise the job in this process until it ends (or is suspended); Ctrl-C cancels it. The
+        supervisor's messages and each status change it makes go to `events`."""
         from .supervisor import Supervisor
 
-        return Supervisor(self.store, job_id, sink=sink, on_event=on_event).run()
+        if events is None:
+            return Supervisor(self.store, job_id, sink=sink).run()
+        on_status = events.status if events.wants_status else None
+        return Supervisor(self.store, job_id, sink=sink, on_event=events.say, on_status=on_status).run()
 
     def _start_detached(self, job_id: str) -> int:
         """A supervisor in its own session, outliving this process; its own output goes to a file. Its pid."""
@@ -686,7 +692,7 @@ class LocalBackend:
                     self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.PENDING,
                                               reason=stopped_by, message="stopped by suspend; starts again on resume")
                 else:
-                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.FAILED,
+                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.CANCELLED,
                                               reason=stopped_by, message="stopped by cancel", signal=signal.SIGTERM)
         phase = JobPhase.CANCELLED if kind is RequestKind.CANCEL else JobPhase.SUSPENDED
         self._finish(job_id, phase, "Cancelled" if kind is RequestKind.CANCEL else "Suspended", message)
@@ -871,6 +877,11 @@ class LocalBackend:
             condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
         )
 
+
+if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signature (as the Kubernetes backend's)
+    from ..base import Backend
+
+    _IMPLEMENTS: type[Backend] = LocalBackend
 
 __all__ = [
     "LocalBackend",

@@ -10,15 +10,12 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...contract.choices import FRAMEWORKS
 from ...contract.errors import EXIT_USAGE
-from ...contract.logs import LogRecord, LogSink
-from ...metrics.sample import parse_log_line
-from ...metrics.wire import MARKER
+from ...progress import MetricLines, Progress
 from ..errors import CliError
 from ..options import (
     add_backend,
@@ -33,9 +30,8 @@ from ..options import (
 from ..output import emit, say
 
 if TYPE_CHECKING:
-    from ...backends.base import RunResult
+    from ...backends.base import RunEvent, RunResult
     from ...jobspec import TrainJob
-    from ...progress import Progress
     from ...terminal import OutputSink
 
 EPILOG = """\
@@ -160,7 +156,6 @@ def run(args: argparse.Namespace) -> int:
         if live is None:
             say(f"kubetrain: {text}", quiet=args.quiet)
             return
-        live.progress.event(text)
         if not args.quiet:
             terminal.note(f"kubetrain: {text}")  # above the status line, never inside it
             terminal.flush()
@@ -169,7 +164,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             if live is not None:
                 live.start()
-            result = backend.run(job, detach=args.detach, dry_run=args.dry_run, sink=sink, on_event=on_event)
+            result = backend.run(
+                job,
+                detach=args.detach,
+                dry_run=args.dry_run,
+                sink=sink,
+                on_event=on_event,
+                on_status=live.on_status if live is not None else None,
+            )
         finally:
             if live is not None:
                 live.stop()
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
 # -- the live status line (kubetrain.progress) under an attached run's output, on a terminal ---------------------
 
 STATUS_EVERY = 1.0
-"""Seconds between redraws of the status line (its clock) and looks at the job's status."""
+"""Seconds between redraws of the status line when nothing changed: its clock."""
 
 
 def wants_status_line(args: argparse.Namespace) -> bool:
@@ -192,84 +194,62 @@ def wants_status_line(args: argparse.Namespace) -> bool:
         return False
 
 
-class MetricLines:
-    """The run's sink, minus the lines `kubetrain.metrics.log` writes into replicas' output (on Kubernetes):
-    they go to the status line's `progress`, not to the screen (`kubetrain metrics ID` shows them)."""
-
-    def __init__(self, inner: LogSink, progress: Progress | None) -> None:
-        self.inner = inner
-        self.progress = progress
-
-    def add_keys(self, keys: Collection[str]) -> None:
-        if self.progress is not None:
-            self.progress.keys(keys)
-        self.inner.add_keys(keys)
-
-    def line(self, key: str, stream: str, text: str) -> None:
-        if text.startswith(MARKER):
-            for sample in parse_log_line(text, key) or ():
-                if self.progress is not None:
-                    self.progress.sample(sample)
-            return
-        self.inner.line(key, stream, text)
-
-    def record(self, rec: LogRecord) -> None:
-        self.line(rec.key, rec.stream, rec.text)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-
 class LiveStatus:
-    """Feeds a `Progress` while the run goes on and has the terminal sink draw its line: the job's status
-    (replicas running, restarts, why pods wait) and, locally, its metrics files, each read by a thread with a
-    backend of its own once the run's first message has named the job."""
+    """Feeds a `Progress` while the run goes on and has the terminal sink draw its line.
+
+    The job's id and status come from the run's own events (`on_status`): locally from the supervisor that
+    makes each change, on Kubernetes from the watch that follows the job (pods scheduled, pulling, starting).
+    Nothing polls the job's status and no message text is read. Both backends send these events; a backend
+    that sent none would leave the line with what the output sink tells (replicas, elapsed time, metrics),
+    so there is no fallback poller. Locally the metrics come from the job's files, read by a thread with a
+    backend of its own once the `created` event has named the job; on Kubernetes they come with the output
+    (`MetricLines`).
+
+    `on_status` runs in the thread that runs the job (the local supervisor's control loop), so it only
+    records and wakes the drawing thread: a terminal that stops reading never holds the job."""
 
     def __init__(self, terminal: OutputSink, args: argparse.Namespace) -> None:
-        from ...progress import Progress
-
         self.terminal = terminal
         self.args = args
         self.progress = Progress()
         self._stop = threading.Event()
+        self._changed = threading.Event()
+
+    def on_status(self, event: RunEvent) -> None:
+        self.progress.event(event)
+        if event.kind == "status":
+            self._changed.set()
 
     def start(self) -> None:
         self.terminal.status_line = lambda: self.progress.line(max(20, shutil.get_terminal_size().columns - 1))
-        for target in (self._tick, self._watch_status, self._follow_metrics):
+        for target in (self._draw, self._follow_metrics):
             threading.Thread(target=target, name=f"kubetrain-status{target.__name__}", daemon=True).start()
 
     def stop(self) -> None:
         """Erase the line for good (what follows, the run's summary, is printed below the output)."""
         self._stop.set()
+        self._changed.set()
         self.progress.job_known.set()
         self.terminal.status_line = lambda: ""
         self.terminal.redraw_status()
         self.terminal.status_line = None
 
-    def _tick(self) -> None:
-        while not self._stop.wait(STATUS_EVERY):
+    def _draw(self) -> None:
+        """Redraw when the status changed, and every `STATUS_EVERY` seconds for the clock."""
+        while True:
+            self._changed.wait(STATUS_EVERY)
+            self._changed.clear()
+            if self._stop.is_set():
+                return
             self.terminal.redraw_status()
-
-    def _job(self) -> str | None:
-        self.progress.job_known.wait()
-        return None if self._stop.is_set() else self.progress.job_id
-
-    def _watch_status(self) -> None:
-        job_id = self._job()
-        if job_id is None:
-            return
-        # The line is a convenience: a failure to read the status never fails the run.
-        with contextlib.suppress(Exception), open_backend_for(self.args, **backend_options(self.args)) as backend:
-            while not self._stop.is_set():
-                self.progress.status(backend.status(job_id))
-                self.terminal.redraw_status()
-                self._stop.wait(STATUS_EVERY)
 
     def _follow_metrics(self) -> None:
         # On Kubernetes the samples come with the output stream (`MetricLines`): no second stream is opened.
-        job_id = self._job()
+        self.progress.job_known.wait()
+        job_id = None if self._stop.is_set() else self.progress.job_id
         if job_id is None or backend_of(self.args) != "local":
             return
+        # The line is a convenience: a failure to read the metrics never fails the run.
         with contextlib.suppress(Exception), open_backend_for(self.args) as backend:
             for sample in backend.metrics(job_id, follow=True):
                 self.progress.sample(sample)
