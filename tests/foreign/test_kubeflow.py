@@ -24,13 +24,20 @@ from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec import SpecError, TrainJob, load_file
 from kubetrain.status import JobPhase
 from tests.support import manifest_schemas
-from tests.support.helpers import EXAMPLES, checksums, log_lines, no_process_left_behind, run_job  # noqa: F401
+from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+    EXAMPLES,
+    assert_ddp_in_step,
+    log_lines,
+    no_process_left_behind,
+    run_job,
+)
+from tests.support.kubelet import containers_of
 from tests.support.manifest_schemas import assert_valid
 
 FOREIGN = EXAMPLES / "foreign"
-SHARED_CRDS = Path(__file__).resolve().parents[3] / "shared" / "crds"
-"""The upstream CRDs the examples are written against; the emulator ships only those its flavors render
-(XGBoostJob, PaddleJob and the MPI Operator's v2beta1 MPIJob are read from here)."""
+SHARED_CRDS = Path(__file__).resolve().parents[1] / "data" / "crds"
+"""Upstream CRDs the examples are written against that the emulator does not ship, since no flavor renders
+them (XGBoostJob, PaddleJob and the MPI Operator's v2beta1 MPIJob; sources in tests/data/crds/SOURCES.md)."""
 
 
 # -- upstream schemas -------------------------------------------------------------------------------------
@@ -122,7 +129,7 @@ def test_the_example_renders_valid_manifests_for_every_flavor_that_can_express_i
     for flavor in _flavors_for(job):
         objects = render_manifests(job, flavor).objects
         assert_valid(objects)
-        images = {c["image"] for obj in objects for c in _containers(obj)}
+        images = {c["image"] for c in containers_of(objects)}
         expected = {
             c["image"]
             for spec in next(v for k, v in source["spec"].items() if k.endswith("ReplicaSpecs")).values()
@@ -144,23 +151,6 @@ def test_the_kubeflow_flavor_renders_a_pytorchjob_back_as_a_pytorchjob() -> None
     assert container["name"] == "pytorch"  # the operator's own convention, written again
     assert container["args"] == ["python", "../pytorch-ddp/train.py", "--steps", "5"]
     assert container["resources"]["limits"] == {"cpu": "1", "memory": "1Gi"}
-
-
-def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("containers"), list):
-                found.extend(node["containers"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(obj)
-    return found
 
 
 # -- round trip through kubetrain's own render ------------------------------------------------------------
@@ -440,21 +430,23 @@ sys.exit(train.main(sys.argv[1:]))
 """
 
 
+def ddp_shim(folder: Path) -> Path:
+    """examples/pytorch-ddp/train.py behind DDP_SHIM, as `folder`/train.py: the program a run-here test gives."""
+    shim = folder / "train.py"
+    shim.write_text(DDP_SHIM.format(folder=str(EXAMPLES / "pytorch-ddp")), encoding="utf-8")
+    return shim
+
+
 @pytest.mark.slow
 def test_the_pytorchjob_runs_here_through_torch_distributed(tmp_path: Path) -> None:
     """Master and Worker train over gloo with the env contract the operator would give them, and end with
     identical parameters."""
-    shim = tmp_path / "train.py"
-    shim.write_text(DDP_SHIM.format(folder=str(EXAMPLES / "pytorch-ddp")), encoding="utf-8")
+    shim = ddp_shim(tmp_path)
     doc = read("pytorchjob.yaml")
     for spec in doc["spec"]["pytorchReplicaSpecs"].values():
         spec["template"]["spec"]["containers"][0]["command"] = ["python", str(shim)]
     job = convert(doc, base_dir=str(FOREIGN)).job
-    status = run_job(job, FOREIGN)
-    logs = log_lines(status.job_id)
-    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *logs.get("worker-0", [])])
-    sums = {**checksums(logs["master-0"]), **checksums(logs["worker-0"])}
-    assert sorted(sums) == [0, 1] and len(set(sums.values())) == 1, sums
+    assert_ddp_in_step(run_job(job, FOREIGN), "master-0", "worker-0")
 
 
 @pytest.mark.slow
