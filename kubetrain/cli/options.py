@@ -61,6 +61,11 @@ def add_backend(p: argparse.ArgumentParser) -> None:
         choices=[*BACKENDS, *BACKEND_ALIASES],
         help="where the job runs: local processes (default) or a Kubernetes cluster",
     )
+    add_cluster(p)
+
+
+def add_cluster(p: argparse.ArgumentParser) -> None:
+    """kubectl's `-n`, `--context` and `--kubeconfig`: where on Kubernetes (`open_backend_for` reads them)."""
     p.add_argument("-n", "--namespace", help="Kubernetes namespace (default: the kubeconfig context's)")
     p.add_argument("--context", help="kubeconfig context (Kubernetes)")
     p.add_argument("--kubeconfig", help="kubeconfig file (Kubernetes; default: $KUBECONFIG, ~/.kube/config)")
@@ -120,6 +125,7 @@ def load_job_file(path: str, overrides: Sequence[str] = ()) -> TrainJob:
 __all__ = [
     "DEFAULT_FLAVOR_HELP",
     "add_backend",
+    "add_cluster",
     "add_flavor",
     "add_output",
     "add_overrides",

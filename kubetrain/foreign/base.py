@@ -230,7 +230,7 @@ METADATA_FIELDS: FieldTree = None
 """Object metadata is not checked field by field: the API server's fields (uid, resourceVersion, ...) are
 refused by `take_metadata` with the reason, not called typos."""
 
-_SERVER_SET = (
+SERVER_METADATA = (
     "uid",
     "resourceVersion",
     "generation",
@@ -239,9 +239,10 @@ _SERVER_SET = (
     "deletionGracePeriodSeconds",
     "managedFields",
     "selfLink",
-    "ownerReferences",
-    "finalizers",
 )
+"""The metadata fields the API server writes on an object it stored: never part of a job's definition."""
+
+_SERVER_SET = (*SERVER_METADATA, "ownerReferences", "finalizers")
 
 
 def take_metadata(walker: SourceWalker) -> dict[str, Any]:
@@ -478,6 +479,7 @@ def _in_file(error: FieldError, file: str | None) -> FieldError:
 __all__ = [
     "ANY_KEY",
     "NOT_SUPPORTED",
+    "SERVER_METADATA",
     "Conversion",
     "FieldNote",
     "FieldTree",

@@ -16,7 +16,15 @@ from typing import Any
 
 from ..jobspec.errors import Path
 from .base import FieldTree, SimpleKind, SourceWalker
-from .kubeflow import METADATA_FIELDS, convert_template, document, is_kubetrain_template, role_data, take_metadata
+from .kubeflow import (
+    METADATA_FIELDS,
+    convert_template,
+    document,
+    is_kubetrain_template,
+    object_fields,
+    role_data,
+    take_object_metadata,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 DEFAULT_MANAGER = "jobset.sigs.k8s.io/jobset-controller"
@@ -61,13 +69,11 @@ _SPEC: FieldTree = {
 
 
 def _fields() -> FieldTree:
-    return {"apiVersion": None, "kind": None, "metadata": METADATA_FIELDS, "spec": _SPEC, "status": None}
+    return object_fields(_SPEC)
 
 
 def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
-    walker.take("apiVersion", None)
-    walker.take("kind", None)
-    metadata = take_metadata(walker)
+    metadata = take_object_metadata(walker)
     spec: dict[str, Any] = {"framework": "generic"}
     roles: dict[str, dict[str, Any]] = {}
     for i in walker.indexes(("spec", "replicatedJobs")):

@@ -33,7 +33,7 @@ from ..contract import labels as kt_labels
 from ..frameworks import support_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
-from .base import FieldTree, SimpleKind, SourceWalker
+from .base import SERVER_METADATA, FieldTree, SimpleKind, SourceWalker
 from .pod_template import lift_job_level, split_pod_template
 
 # -- shared by the Kubernetes-shaped converters (kubeflow, jobset, volcano) --------------------------------
@@ -41,35 +41,11 @@ from .pod_template import lift_job_level, split_pod_template
 SERVER_SET = "set by the API server for the object it stored; a conversion describes a new job"
 KUBETRAIN_OWN = "kubetrain's own rendering, produced again when the converted job is rendered"
 
-METADATA_FIELDS: FieldTree = {
-    "name": None,
-    "generateName": None,
-    "namespace": None,
-    "labels": None,
-    "annotations": None,
-    "uid": None,
-    "resourceVersion": None,
-    "generation": None,
-    "creationTimestamp": None,
-    "deletionTimestamp": None,
-    "deletionGracePeriodSeconds": None,
-    "managedFields": None,
-    "ownerReferences": None,
-    "finalizers": None,
-    "selfLink": None,
-}
+METADATA_FIELDS: FieldTree = dict.fromkeys(
+    ("name", "generateName", "namespace", "labels", "annotations", *SERVER_METADATA, "ownerReferences", "finalizers")
+)
 """ObjectMeta's fields (a typo in `metadata` gets a did-you-mean from these)."""
 
-_SERVER_METADATA = (
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-)
 _KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -97,7 +73,7 @@ def take_metadata(walker: SourceWalker) -> dict[str, Any]:
     )
     if annotations:
         out["annotations"] = annotations
-    for name in _SERVER_METADATA:
+    for name in SERVER_METADATA:
         walker.refuse(("metadata", name), SERVER_SET)
     walker.refuse(
         ("metadata", "ownerReferences"),
@@ -106,6 +82,14 @@ def take_metadata(walker: SourceWalker) -> dict[str, Any]:
     walker.refuse(("metadata", "finalizers"), "finalizers belong to the controllers of a stored object")
     walker.refuse(("status",), "the state of a job that ran; a conversion starts a new one")
     return out
+
+
+def take_object_metadata(walker: SourceWalker) -> dict[str, Any]:
+    """apiVersion and kind, read only (they chose the converter; the TrainJob has its own), then the metadata
+    (`take_metadata`): the start of a kind whose kind says nothing about the job (JobSet, Volcano's Job)."""
+    walker.take("apiVersion", None)
+    walker.take("kind", None)
+    return take_metadata(walker)
 
 
 def _own_filtered(walker: SourceWalker, path: Path, target: str, own: Any) -> dict[str, Any]:
@@ -400,6 +384,11 @@ def document(metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": metadata, "spec": spec}
 
 
+def object_fields(spec: FieldTree) -> FieldTree:
+    """A Kubernetes object's field tree around its kind's `spec` tree (`status` is known, to be refused)."""
+    return {"apiVersion": None, "kind": None, "metadata": METADATA_FIELDS, "spec": spec, "status": None}
+
+
 # -- the operator's kinds --------------------------------------------------------------------------------
 
 
@@ -537,7 +526,7 @@ def _fields(op: OperatorKind) -> FieldTree:
         "runPolicy": _RUN_POLICY,
         **op.extra_fields,
     }
-    return {"apiVersion": None, "kind": None, "metadata": METADATA_FIELDS, "spec": spec, "status": None}
+    return object_fields(spec)
 
 
 # -- converting -------------------------------------------------------------------------------------------
@@ -829,8 +818,10 @@ __all__ = [
     "RoleTemplate",
     "convert_template",
     "document",
+    "object_fields",
     "program_run",
     "role_data",
     "take_metadata",
+    "take_object_metadata",
     "take_program",
 ]

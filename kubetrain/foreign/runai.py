@@ -185,6 +185,35 @@ def _resources(s: _Spec, spec: dict[str, Any]) -> None:
         spec["resources"] = res
 
 
+# Run:ai's mount fields besides pvcs (which has rules of its own), in the order the mounts are listed: the
+# field, kubetrain's mount type, and which of the field's keys becomes which key of the mount.
+_MOUNT_KINDS: tuple[tuple[str, str, Mapping[str, str]], ...] = (
+    ("nfs", "nfs", {"server": "server", "path": "path", "mountPath": "dst", "readOnly": "readonly"}),
+    (
+        "s3",
+        "s3",
+        {"bucket": "bucket", "path": "dst", "url": "url", "prefix": "prefix", "accessKeySecret": "accessKeySecret"},
+    ),
+    (
+        "gitSync",
+        "gitSync",
+        {
+            "repository": "repository",
+            "branch": "branch",
+            "revision": "revision",
+            "path": "dst",
+            "username": "username",
+            "passwordSecret": "passwordSecret",
+        },
+    ),
+    (
+        "volumes",
+        "bind",
+        {"source": "src", "hostPath": "src", "target": "dst", "mountPath": "dst", "readOnly": "readonly"},
+    ),
+)
+
+
 def _mounts(s: _Spec, spec: dict[str, Any]) -> None:
     mounts: list[dict[str, Any]] = []
     for _key, at, v in s.items("pvcs"):
@@ -199,59 +228,10 @@ def _mounts(s: _Spec, spec: dict[str, Any]) -> None:
                 s, at, v, "volume", {"claimName": "src", "path": "dst", "readOnly": "readonly"}, skip=("existingPvc",)
             )
         )
-    for _key, at, v in s.items("nfs"):
-        if isinstance(v, Mapping):
-            mounts.append(
-                _mount(
-                    s, at, v, "nfs", {"server": "server", "path": "path", "mountPath": "dst", "readOnly": "readonly"}
-                )
-            )
-    for _key, at, v in s.items("s3"):
-        if isinstance(v, Mapping):
-            mounts.append(
-                _mount(
-                    s,
-                    at,
-                    v,
-                    "s3",
-                    {
-                        "bucket": "bucket",
-                        "path": "dst",
-                        "url": "url",
-                        "prefix": "prefix",
-                        "accessKeySecret": "accessKeySecret",
-                    },
-                )
-            )
-    for _key, at, v in s.items("gitSync"):
-        if isinstance(v, Mapping):
-            mounts.append(
-                _mount(
-                    s,
-                    at,
-                    v,
-                    "gitSync",
-                    {
-                        "repository": "repository",
-                        "branch": "branch",
-                        "revision": "revision",
-                        "path": "dst",
-                        "username": "username",
-                        "passwordSecret": "passwordSecret",
-                    },
-                )
-            )
-    for _key, at, v in s.items("volumes"):
-        if isinstance(v, Mapping):
-            mounts.append(
-                _mount(
-                    s,
-                    at,
-                    v,
-                    "bind",
-                    {"source": "src", "hostPath": "src", "target": "dst", "mountPath": "dst", "readOnly": "readonly"},
-                )
-            )
+    for field, kind, keys in _MOUNT_KINDS:
+        for _key, at, v in s.items(field):
+            if isinstance(v, Mapping):
+                mounts.append(_mount(s, at, v, kind, keys))
     s.refuse("mountPropagation", "mount propagation between containers and pods is not supported by kubetrain")
     if mounts:
         spec["mounts"] = mounts

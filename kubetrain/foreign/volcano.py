@@ -19,12 +19,12 @@ from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
 from .base import FieldTree, SimpleKind, SourceWalker
 from .kubeflow import (
-    METADATA_FIELDS,
     convert_template,
     document,
     is_kubetrain_template,
+    object_fields,
     role_data,
-    take_metadata,
+    take_object_metadata,
 )
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -71,13 +71,11 @@ _PLUGIN_PORT = "--port"
 
 
 def _fields() -> FieldTree:
-    return {"apiVersion": None, "kind": None, "metadata": METADATA_FIELDS, "spec": _SPEC, "status": None}
+    return object_fields(_SPEC)
 
 
 def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
-    walker.take("apiVersion", None)
-    walker.take("kind", None)
-    metadata = take_metadata(walker)
+    metadata = take_object_metadata(walker)
     framework, task_roles = _plugins(walker)
     spec: dict[str, Any] = {"framework": framework.value}
     roles: dict[str, dict[str, Any]] = {}

@@ -16,7 +16,7 @@ import pytest
 
 from kubetrain.metrics.summary import BARS
 from tests.metrics.terminal_session import TerminalSession
-from tests.support.helpers import CLI, cli, make_job, run_job, start_detached, write
+from tests.support.helpers import CLI, cli, make_job, open_gate, run_job, start_gated_metrics, write
 
 TRAIN = """\
 import os, kubetrain.metrics as m
@@ -98,25 +98,10 @@ print(json.dumps(got))
 
 
 def test_watch_redraws_the_table_as_a_running_job_logs(tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    write(
-        tmp_path / "gated.py",
-        f"""\
-        import kubetrain.metrics as m
-        m.log(step=0, loss=1.0)
-        with open({str(gate)!r}) as f:  # blocks until the test opens the pipe for writing
-            f.read()
-        m.log(step=1, loss=0.25)
-        """,
-    )
-    job_id, _ = start_detached(
-        make_job({"framework": "generic", "replicas": 1, "run": {"python": ["gated.py"]}}), tmp_path
-    )
+    job_id, gate = start_gated_metrics(tmp_path, 0.25)
     session = TerminalSession([*CLI, "metrics", job_id, "--watch"])
     session.expect(r"loss +1 +0 ")
-    with open(gate, "w") as f:
-        f.write("go")
+    open_gate(gate)
     session.expect(r"loss +0\.25 +1 ")
     assert session.finish() == 0  # ends with the job
     screen = [line for line in session.screen.text() if line]

@@ -13,8 +13,8 @@ from kubetrain.backends.kubernetes.flavors import flavors_that
 from kubetrain.contract.choices import FLAVORS
 from kubetrain.foreign.loader import load_job_documents, load_job_file
 from kubetrain.jobspec import SpecError
-from kubetrain.status import JobPhase
-from tests.support.helpers import EXAMPLES, checksums, log_lines, no_process_left_behind, run_job  # noqa: F401
+from tests.support.helpers import EXAMPLES, assert_ddp_in_step, no_process_left_behind, run_job  # noqa: F401
+from tests.support.kubelet import containers_of
 from tests.support.manifest_schemas import assert_valid
 
 FOREIGN = EXAMPLES / "foreign"
@@ -48,41 +48,19 @@ def test_the_example_renders_valid_manifests_for_every_flavor_that_can_express_i
         return
     objects = kubetrain.render(job, flavor)
     assert_valid(objects)
-    containers = [c for obj in objects for c in _containers(obj)]
+    containers = containers_of(objects)
     assert containers and {c["image"] for c in containers} == {job.spec.image}
     for c in containers:
         assert {"name": "DS_EXAMPLE", "value": "from-the-template"} in c["env"]
         assert c["resources"]["limits"]["memory"] == "4Gi"
 
 
-def _containers(obj: dict) -> list[dict]:  # type: ignore[type-arg]
-    """Every container of every pod template in a workload object, wherever the engine nests it."""
-    found: list[dict] = []  # type: ignore[type-arg]
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "containers" in node and isinstance(node["containers"], list):
-                found.extend(node["containers"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(obj)
-    return found
-
-
 @pytest.mark.slow
 def test_the_example_runs_here_as_a_distributed_job() -> None:
     """2 workers through torch.distributed (gloo), each with the template's env and `--local_rank`."""
     job, _ = load_job_file(EXAMPLE, overrides=['spec.run.python=[train_ds.py,--steps,"5"]'])
-    status = run_job(job, FOREIGN)
-    logs = log_lines(status.job_id)
-    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *logs.get("worker-1", [])])
+    logs = assert_ddp_in_step(run_job(job, FOREIGN), "worker-0", "worker-1")
     lines = logs["worker-0"] + logs["worker-1"]
-    sums = checksums(lines)
-    assert sorted(sums) == [0, 1] and len(set(sums.values())) == 1, sums  # the allreduce kept them in step
     assert "rank 0/2 local_rank 0" in lines and "rank 1/2 local_rank 0" in lines
     assert lines.count("env DS_EXAMPLE=from-the-template") == 2
 

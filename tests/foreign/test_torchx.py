@@ -12,9 +12,8 @@ import kubetrain
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.foreign.base import ForeignRefused
 from kubetrain.foreign.torchx import torchx_conversion
-from kubetrain.status import JobPhase
-from tests.foreign.test_kubeflow import DDP_SHIM
-from tests.support.helpers import EXAMPLES, checksums, log_lines, no_process_left_behind, run_job  # noqa: F401
+from tests.foreign.test_kubeflow import ddp_shim
+from tests.support.helpers import assert_ddp_in_step, no_process_left_behind, run_job  # noqa: F401
 from tests.support.manifest_schemas import assert_valid
 
 
@@ -171,11 +170,6 @@ def test_the_ddp_component_renders_for_the_kubeflow_flavor_as_a_pytorchjob() -> 
 @pytest.mark.slow
 def test_the_ddp_component_runs_here_through_torch_distributed(tmp_path: Path) -> None:
     _specs, dist = _torchx()
-    shim = tmp_path / "train.py"
-    shim.write_text(DDP_SHIM.format(folder=str(EXAMPLES / "pytorch-ddp")), encoding="utf-8")
+    shim = ddp_shim(tmp_path)
     app = dist.ddp("--steps", "3", script=str(shim), name="ddp", j="2x1")
-    status = run_job(kubetrain.from_torchx(app), tmp_path)
-    logs = log_lines(status.job_id)
-    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *logs.get("worker-0", [])])
-    sums = {**checksums(logs["worker-0"]), **checksums(logs["worker-1"])}
-    assert sorted(sums) == [0, 1] and len(set(sums.values())) == 1, sums
+    assert_ddp_in_step(run_job(kubetrain.from_torchx(app), tmp_path), "worker-0", "worker-1")

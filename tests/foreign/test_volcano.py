@@ -14,9 +14,8 @@ from kubetrain.contract.choices import FLAVORS
 from kubetrain.foreign import convert
 from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec import SpecError, load_file
-from kubetrain.status import JobPhase
-from tests.foreign.test_kubeflow import DDP_SHIM, FOREIGN, crd_errors, read
-from tests.support.helpers import EXAMPLES, checksums, log_lines, no_process_left_behind, run_job  # noqa: F401
+from tests.foreign.test_kubeflow import FOREIGN, crd_errors, ddp_shim, read
+from tests.support.helpers import EXAMPLES, assert_ddp_in_step, no_process_left_behind, run_job  # noqa: F401
 from tests.support.manifest_schemas import assert_valid
 
 
@@ -102,14 +101,9 @@ def test_a_job_rendered_by_the_volcano_flavor_converts_back_to_the_same_manifest
 
 @pytest.mark.slow
 def test_the_volcano_job_runs_here_through_torch_distributed(tmp_path: Path) -> None:
-    shim = tmp_path / "train.py"
-    shim.write_text(DDP_SHIM.format(folder=str(EXAMPLES / "pytorch-ddp")), encoding="utf-8")
+    shim = ddp_shim(tmp_path)
     doc = read("volcano-job.yaml")
     for task in doc["spec"]["tasks"]:
         task["template"]["spec"]["containers"][0]["command"] = ["python", str(shim), "--steps", "3"]
     job = convert(doc, base_dir=str(FOREIGN)).job
-    status = run_job(job, FOREIGN)
-    logs = log_lines(status.job_id)
-    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *logs.get("worker-0", [])])
-    sums = {**checksums(logs["master-0"]), **checksums(logs["worker-0"])}
-    assert sorted(sums) == [0, 1] and len(set(sums.values())) == 1, sums
+    assert_ddp_in_step(run_job(job, FOREIGN), "master-0", "worker-0")

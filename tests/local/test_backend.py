@@ -29,6 +29,7 @@ from tests.support.helpers import (
     no_traceback,
     pidfiles,
     processes_of,
+    running_sleepers,
     start_detached,
     status_of,
     wait_for,
@@ -63,11 +64,8 @@ def test_run_mode_pause_creates_suspended_and_resume_runs_it(tmp_path: Path, pau
 
 
 def test_suspend_a_running_job_then_resume_it(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, sup = start_detached(make_job(generic(["sleep.py", str(pids)]), "susp"), tmp_path)
-    found = wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
+    job_id, sup, found = running_sleepers(tmp_path, "susp")
+    pids = tmp_path / "pids"  # where running_sleepers' replicas write their pid files
 
     suspended = cli("suspend", job_id)
     assert suspended.returncode == 0, suspended.stderr

@@ -22,6 +22,7 @@ from tests.support.helpers import (
     EXIT_ON_INDEX,
     FAIL_FIRST_ATTEMPT,
     PIDFILE_SLEEP,
+    attached_sleepers,
     cli,
     create_job,
     generic,
@@ -32,13 +33,13 @@ from tests.support.helpers import (
     no_traceback,
     pidfiles,
     run_job,
-    spawn_cli,
+    running_sleepers,
+    signal_supervisor,
     start_detached,
     status_of,
     supervisor_pid,
     wait_for,
     wait_gone,
-    wait_phase,
     wait_pids,
     write,
 )
@@ -375,19 +376,9 @@ def test_cancel_from_another_shell_leaves_no_process(tmp_path: Path) -> None:
 
 
 def test_cancel_of_an_attached_run_from_another_shell(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    proc = spawn_cli("run", job_file(tmp_path, generic(["sleep.py", str(pids)]), "att"))
-    try:
-        found = wait_pids(pids, 2)
-        job_id = only_job_id()
-        wait_phase(job_id, JobPhase.RUNNING)
+    with attached_sleepers(tmp_path, "att") as (proc, job_id, found):
         cancelled = cli("cancel", job_id)
         _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert cancelled.returncode == 0, cancelled.stderr
     assert proc.returncode == 130
     assert f"job {job_id} cancelled" in err
@@ -399,20 +390,9 @@ def test_cancel_of_an_attached_run_from_another_shell(tmp_path: Path) -> None:
 def test_signal_to_an_attached_run_stops_the_job(tmp_path: Path, sig: signal.Signals) -> None:
     """Ctrl-C, or a SIGTERM (`timeout`, `kill`, a CI runner stopping a step), on an attached `kubetrain run`
     cancels the job and stops every replica."""
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    path = job_file(tmp_path, generic(["sleep.py", str(pids)]), "sig")
-    proc = spawn_cli("run", path)
-    try:
-        found = wait_pids(pids, 2)
-        job_id = only_job_id()
-        wait_phase(job_id, JobPhase.RUNNING)
+    with attached_sleepers(tmp_path, "sig") as (proc, job_id, found):
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert "cancelled" in err
@@ -455,14 +435,8 @@ def test_a_second_ctrl_c_skips_the_grace_period(tmp_path: Path) -> None:
 
 
 def test_sigkill_of_the_supervisor_leaves_no_replica_and_status_says_supervisor_lost(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _sup = start_detached(make_job(generic(["sleep.py", str(pids)]), "lost"), tmp_path)
-    found = wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
-    sup = supervisor_pid(job_id)
-    assert sup is not None
-    os.kill(sup, signal.SIGKILL)
+    job_id, _, found = running_sleepers(tmp_path, "lost")
+    sup = signal_supervisor(job_id, signal.SIGKILL)
     wait_gone([sup, *found.values()])  # before anyone asks for the status: nothing else cleans up
 
     shown = cli("status", job_id)

@@ -16,7 +16,7 @@ from kubetrain.metrics import MARKER
 from kubetrain.metrics.sample import MetricSample
 from kubetrain.status import JobPhase
 from tests.support.cluster import Cluster, emulated  # noqa: F401
-from tests.support.helpers import create_job, make_job, run_job, start_detached, wait_phase, write
+from tests.support.helpers import create_job, make_job, open_gate, run_job, start_gated_metrics, wait_phase, write
 from tests.support.kubelet import expand, kubelet_env, main_container, pod_templates
 
 TRAIN = """\
@@ -72,21 +72,7 @@ def test_each_process_gets_its_own_file_and_the_users_env_wins(tmp_path: Path) -
 
 
 def test_following_a_running_job_yields_samples_as_they_are_logged(tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    write(
-        tmp_path / "gated.py",
-        f"""\
-        import kubetrain.metrics as m
-        m.log(step=0, loss=1.0)
-        with open({str(gate)!r}) as f:  # blocks until the test opens the pipe for writing
-            f.read()
-        m.log(step=1, loss=0.5)
-        """,
-    )
-    job_id, _pid = start_detached(
-        make_job({"framework": "generic", "replicas": 1, "run": {"python": ["gated.py"]}}), tmp_path
-    )
+    job_id, gate = start_gated_metrics(tmp_path, 0.5)
     got: list[MetricSample] = []
     first = threading.Event()
 
@@ -100,8 +86,7 @@ def test_following_a_running_job_yields_samples_as_they_are_logged(tmp_path: Pat
     reader.start()
     assert first.wait(60), "the first sample never arrived"
     assert [(s.step, s.value) for s in got] == [(0, 1.0)]
-    with open(gate, "w") as f:
-        f.write("go")
+    open_gate(gate)
     reader.join(60)
     assert not reader.is_alive(), "following did not end with the job"
     assert [(s.step, s.value) for s in got] == [(0, 1.0), (1, 0.5)]

@@ -335,3 +335,81 @@ def no_process_left_behind(kubetrain_home: Path) -> Iterator[None]:
 def generic(run: list[str], replicas: int = 2, **spec: Any) -> dict[str, Any]:
     """The `spec` of a generic job running a python script in every replica."""
     return {"framework": "generic", "replicas": replicas, "run": {"python": run}, **spec}
+
+
+def running_sleepers(directory: Path, name: str = "job") -> tuple[str, int, dict[str, int]]:
+    """A detached job of two replicas that sleep until stopped (PIDFILE_SLEEP, pid files in `directory`/pids),
+    returned once both run: its id, its supervisor's pid, and the replicas' pids by key."""
+    write(directory / "sleep.py", PIDFILE_SLEEP)
+    pids = directory / "pids"
+    job_id, supervisor = start_detached(make_job(generic(["sleep.py", str(pids)]), name), directory)
+    found = wait_pids(pids, 2)
+    wait_phase(job_id, JobPhase.RUNNING)
+    return job_id, supervisor, found
+
+
+def signal_supervisor(job_id: str, signum: int) -> int:
+    """Send `signum` to the job's live supervisor (as the store records it); its pid."""
+    pid = supervisor_pid(job_id)
+    assert pid is not None, f"job {job_id} has no live supervisor"
+    os.kill(pid, signum)
+    return pid
+
+
+def assert_ddp_in_step(status: JobStatus, *replicas: str) -> dict[str, list[str]]:
+    """The job succeeded and the parameter checksums that `replicas` (log keys, `worker-0`) printed are those of
+    ranks 0 and 1, equal: the allreduce kept them in step. The job's log lines, for further checks."""
+    logs = log_lines(status.job_id)
+    shown = [line for replica in replicas for line in logs.get(replica, [])]
+    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *shown])
+    sums = checksums(shown)
+    assert sorted(sums) == [0, 1] and len(set(sums.values())) == 1, sums
+    return logs
+
+
+GATED_METRICS = """\
+import sys, kubetrain.metrics as m
+# Logs loss 1.0 at step 0, waits until the pipe sys.argv[1] is written to, then logs loss sys.argv[2] at step 1.
+m.log(step=0, loss=1.0)
+with open(sys.argv[1]) as f:  # blocks until the test opens the pipe for writing
+    f.read()
+m.log(step=1, loss=float(sys.argv[2]))
+"""
+
+
+def start_gated_metrics(directory: Path, second_loss: float) -> tuple[str, Path]:
+    """A detached generic job of one replica running GATED_METRICS: its id and its gate, a FIFO that
+    `open_gate` opens to let the replica log `second_loss` and end."""
+    gate = directory / "gate"
+    os.mkfifo(gate)
+    write(directory / "gated.py", GATED_METRICS)
+    job_id, _ = start_detached(make_job(generic(["gated.py", str(gate), repr(second_loss)], replicas=1)), directory)
+    return job_id, gate
+
+
+def open_gate(gate: Path) -> None:
+    with open(gate, "w") as f:
+        f.write("go")
+
+
+@contextmanager
+def attached_sleepers(
+    directory: Path, name: str = "job"
+) -> Iterator[tuple[subprocess.Popen[str], str, dict[str, int]]]:
+    """`kubetrain run` of a job of two replicas that sleep until stopped (PIDFILE_SLEEP, pid files in
+    `directory`/pids), attached in the background as on a user's terminal, entered once both replicas run: the
+    run, the job's id (the only job of the test) and the replicas' pids by key. A run still going on the way
+    out (the test failed first) is killed."""
+    write(directory / "sleep.py", PIDFILE_SLEEP)
+    pids = directory / "pids"
+    run = spawn_cli("run", job_file(directory, generic(["sleep.py", str(pids)]), name))
+    try:
+        found = wait_pids(pids, 2)
+        listed = wait_for("the job", lambda: cli("list", "-o", "name").stdout.split())
+        assert len(listed) == 1, listed
+        wait_phase(listed[0], JobPhase.RUNNING)
+        yield run, listed[0], found
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()

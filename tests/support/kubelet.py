@@ -61,6 +61,25 @@ def pod_specs(objects: list[Manifest]) -> list[Manifest]:
     return [t["spec"] for t in pod_templates(objects).values()]
 
 
+def containers_of(obj: Any) -> list[Manifest]:
+    """Every container of every pod template in `obj` (an object or a list of them), wherever it is nested:
+    unlike `pod_templates`, also in kinds kubetrain does not render itself."""
+    found: list[Manifest] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("containers"), list):
+                found.extend(node["containers"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(obj)
+    return found
+
+
 def main_container(template: Manifest) -> Manifest:
     containers: list[Manifest] = template["spec"]["containers"]
     assert len(containers) == 1

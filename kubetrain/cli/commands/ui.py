@@ -12,7 +12,7 @@ import contextlib
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS
 from ..errors import CliError
-from ..options import open_backend_for
+from ..options import add_cluster, open_backend_for
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,9 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=[*BACKENDS, *BACKEND_ALIASES],
         help="whose jobs to show; repeat for several (default: local)",
     )
-    p.add_argument("-n", "--namespace", help="Kubernetes namespace (default: the kubeconfig context's)")
-    p.add_argument("--context", help="kubeconfig context (Kubernetes)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (Kubernetes; default: $KUBECONFIG, ~/.kube/config)")
+    add_cluster(p)
 
 
 def run(args: argparse.Namespace) -> int:

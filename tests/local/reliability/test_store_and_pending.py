@@ -26,10 +26,9 @@ from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an au
     make_job,
     no_process_left_behind,
     no_traceback,
-    start_detached,
+    running_sleepers,
     supervisor_pid,
     wait_gone,
-    wait_phase,
     wait_pids,
     write,
 )
@@ -124,11 +123,7 @@ def test_cancel_reaches_a_job_run_from_a_thread_without_signalling_the_program(t
 def test_a_garbled_store_under_a_running_job_leaves_no_process_and_keeps_the_logs(
     tmp_path: Path, kubetrain_home: Path
 ) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "garbled"), tmp_path)
-    found = wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
+    job_id, _, found = running_sleepers(tmp_path, "garbled")
     supervisor = supervisor_pid(job_id)
     assert supervisor is not None
     log_dir = kubetrain_home / "logs" / job_id
