@@ -11,7 +11,12 @@ invocation, and start-up time is part of the user experience.
 Decisions:
 
 - Replica phases mirror Kubernetes pod phases (Pending, Running, Succeeded, Failed,
-  Unknown) so the Kubernetes backend maps them one to one. A replica held in Debug
+  Unknown) so the Kubernetes backend maps them one to one, plus one a pod has not:
+  ``Cancelled``, a replica kubetrain stopped because its job was cancelled. Counted as
+  Failed, a cancel would read as the program's failure in every table and count; a
+  suspended replica is ``Pending`` again (reason ``Suspended``), since it starts on
+  resume. On Kubernetes a cancel deletes the pods, so ``Cancelled`` is what the cancel
+  reports for the replicas it stopped there too. A replica held in Debug
   run mode (up, but not running the user's command) is ``Running`` with reason
   :data:`REASON_DEBUG_HOLD`, as its pod would be; a new phase would only fork every
   count and table for a mode that is rare.
@@ -34,7 +39,7 @@ import dataclasses
 import enum
 import signal as _signal
 import time as _time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 #: Reason of a replica that is up in Debug run mode but holds the user's command.
@@ -44,6 +49,8 @@ REASON_OOM_KILLED = "OOMKilled"
 #: Reason of a replica that did not fail itself: the backend stopped it (another replica failed, a
 #: cancel, the deadline), as Kubernetes' Job controller deletes the other pods of a failed Job.
 REASON_STOPPED = "Stopped"
+#: Reason of a replica a cancel stopped (its phase :attr:`ReplicaPhase.CANCELLED`).
+REASON_CANCELLED = "Cancelled"
 
 
 class JobPhase(enum.StrEnum):
@@ -71,12 +78,14 @@ class ReplicaPhase(enum.StrEnum):
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    #: Stopped by kubetrain because the job was cancelled: not a failure of its own.
+    CANCELLED = "Cancelled"
     #: The backend lost track of the replica (its supervisor died, its node is unreachable).
     UNKNOWN = "Unknown"
 
     @property
     def is_terminal(self) -> bool:
-        return self in (ReplicaPhase.SUCCEEDED, ReplicaPhase.FAILED)
+        return self in (ReplicaPhase.SUCCEEDED, ReplicaPhase.FAILED, ReplicaPhase.CANCELLED)
 
 
 class ConditionStatus(enum.StrEnum):
@@ -115,7 +124,7 @@ def describe_exit(exit_code: int | None, signal: int | None, reason: str | None 
         # Kubernetes reports an OOM kill as exit code 137 (128 + SIGKILL); locally we see the signal.
         code = exit_code if exit_code is not None else (128 + signal if signal is not None else None)
         return REASON_OOM_KILLED if code is None else f"{REASON_OOM_KILLED} ({code})"
-    if reason in (REASON_STOPPED, "Cancelled"):  # Cancelled: a cancel stopped it (the local backend)
+    if reason in (REASON_STOPPED, REASON_CANCELLED):
         how = f"{signal_name(signal)}" if signal is not None else f"exit code {exit_code}"
         what = "stopped" if reason == REASON_STOPPED else "stopped by cancel"
         return what if signal is None and exit_code is None else f"{what} ({how})"
@@ -128,6 +137,19 @@ def describe_exit(exit_code: int | None, signal: int | None, reason: str | None 
         # it probably was, but keep the code since the process may have exited with it itself.
         return f"exit code {exit_code} ({signal_name(exit_code - 128)}?)"
     return f"exit code {exit_code}"
+
+
+def stopped_by_cancel(replicas: Iterable[ReplicaStatus], at: float | None) -> None:
+    """Mark the replicas a cancel stopped (those that had not ended): phase Cancelled, reason Cancelled.
+
+    For a backend that reports the cancel itself: on Kubernetes the cancel deletes the pods, so no pod
+    will ever say how its replica ended, and Running (or Failed, by the SIGTERM) would misreport it.
+    ``at``: when the cancel happened, if known.
+    """
+    for r in replicas:
+        if not r.phase.is_terminal:
+            r.phase, r.reason, r.message = ReplicaPhase.CANCELLED, REASON_CANCELLED, "stopped by cancel"
+            r.finished_at = at
 
 
 def _camel(name: str) -> str:
@@ -223,11 +245,12 @@ class RoleCounts:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    cancelled: int = 0
     unknown: int = 0
 
     @property
     def total(self) -> int:
-        return self.pending + self.running + self.succeeded + self.failed + self.unknown
+        return self.pending + self.running + self.succeeded + self.failed + self.cancelled + self.unknown
 
     def add(self, phase: ReplicaPhase) -> None:
         attr = phase.value.lower()

@@ -159,9 +159,10 @@ def format_describe(status: JobStatus, now: float | None = None) -> str:
     lines.append("Counts:")
     counts = s.counts()
     if counts:
-        rows = [["ROLE", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "UNKNOWN"]]
+        rows = [["ROLE", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]]
         for role, c in counts.items():
-            rows.append([role, *(str(n) for n in (c.pending, c.running, c.succeeded, c.failed, c.unknown))])
+            numbers = (c.pending, c.running, c.succeeded, c.failed, c.cancelled, c.unknown)
+            rows.append([role, *(str(n) for n in numbers)])
         lines += _columns(rows, indent="  ")
     else:
         lines.append("  <none>")

@@ -15,6 +15,7 @@ from kubetrain.status import (
     ReplicaStatus,
     RoleCounts,
     describe_exit,
+    stopped_by_cancel,
 )
 from kubetrain.status_text import format_age, format_describe, format_table
 
@@ -36,9 +37,7 @@ def failed_job() -> JobStatus:
         backoff_limit=3,
         conditions=[
             Condition("Created", ConditionStatus.TRUE, "JobCreated", None, NOW - 310),
-            Condition(
-                "Restarting", ConditionStatus.TRUE, "ReplicaFailed", "worker-1 exited with code 3", NOW - 200
-            ),
+            Condition("Restarting", ConditionStatus.TRUE, "ReplicaFailed", "worker-1 exited with code 3", NOW - 200),
             Condition("Failed", ConditionStatus.TRUE, "BackoffLimitExceeded", "gave up", NOW - 100),
         ],
         reason="BackoffLimitExceeded",
@@ -78,7 +77,14 @@ def test_to_dict_uses_kubernetes_style_keys_and_includes_counts() -> None:
     assert data["backoffCount"] == 2 and data["backoffLimit"] == 3
     assert data["replicas"][2]["exitCode"] == 3
     assert data["firstFailure"]["policyAction"] == "restarted 2/3, gave up"
-    assert data["counts"]["worker"] == {"pending": 0, "running": 0, "succeeded": 1, "failed": 1, "unknown": 0}
+    assert data["counts"]["worker"] == {
+        "pending": 0,
+        "running": 0,
+        "succeeded": 1,
+        "failed": 1,
+        "cancelled": 0,
+        "unknown": 0,
+    }
 
 
 def test_from_dict_ignores_unknown_keys() -> None:
@@ -178,6 +184,64 @@ def test_counts_per_role_in_order_of_appearance() -> None:
     assert counts["launcher"] == RoleCounts(running=1)
     assert counts["worker"] == RoleCounts(pending=1, running=1, succeeded=1, failed=1, unknown=1)
     assert counts["worker"].total == 5
+
+
+def cancelled_job() -> JobStatus:
+    """Two workers a cancel stopped after worker-0 of three had succeeded."""
+    return JobStatus(
+        job_id="sweep-b7k2c",
+        name="sweep",
+        phase=JobPhase.CANCELLED,
+        replicas=[
+            ReplicaStatus("worker", 0, ReplicaPhase.SUCCEEDED, exit_code=0),
+            ReplicaStatus("worker", 1, ReplicaPhase.CANCELLED, signal=15, reason="Cancelled"),
+            ReplicaStatus("worker", 2, ReplicaPhase.CANCELLED, signal=9, reason="Cancelled"),
+        ],
+        reason="Cancelled",
+        message="cancelled by request",
+    )
+
+
+def test_a_cancelled_replica_is_counted_as_cancelled_not_failed() -> None:
+    status = cancelled_job()
+    assert ReplicaPhase.CANCELLED.is_terminal
+    counts = status.counts()["worker"]
+    assert counts == RoleCounts(succeeded=1, cancelled=2)
+    assert counts.total == 3
+    assert status.to_dict()["counts"]["worker"]["cancelled"] == 2
+    assert [r.describe_exit() for r in status.replicas[1:]] == [
+        "stopped by cancel (SIGTERM)",
+        "stopped by cancel (SIGKILL)",
+    ]
+    assert JobStatus.from_dict(json.loads(json.dumps(status.to_dict()))) == status
+
+
+def test_describe_shows_cancelled_replicas_as_cancelled() -> None:
+    text = format_describe(cancelled_job(), now=NOW)
+    replicas = table_rows(text[text.index("Replicas:") : text.index("Counts:")])
+    assert [row[2] for row in replicas[2:]] == ["Succeeded", "Cancelled", "Cancelled"]
+    assert "Failed" not in text
+    counts = table_rows(text[text.index("Counts:") : text.index("Conditions:")])
+    assert dict(zip(counts[1], counts[2], strict=True))["CANCELLED"] == "2"
+    assert dict(zip(counts[1], counts[2], strict=True))["FAILED"] == "0"
+
+
+def test_stopped_by_cancel_marks_only_the_replicas_that_had_not_ended() -> None:
+    replicas = [
+        ReplicaStatus("worker", 0, ReplicaPhase.SUCCEEDED, exit_code=0),
+        ReplicaStatus("worker", 1, ReplicaPhase.FAILED, exit_code=3),
+        ReplicaStatus("worker", 2, ReplicaPhase.RUNNING),
+        ReplicaStatus("worker", 3, ReplicaPhase.PENDING),
+    ]
+    stopped_by_cancel(replicas, NOW)
+    assert [(r.phase, r.reason) for r in replicas] == [
+        (ReplicaPhase.SUCCEEDED, None),
+        (ReplicaPhase.FAILED, None),
+        (ReplicaPhase.CANCELLED, "Cancelled"),
+        (ReplicaPhase.CANCELLED, "Cancelled"),
+    ]
+    assert replicas[2].describe_exit() == "stopped by cancel"
+    assert replicas[2].finished_at == NOW and replicas[0].finished_at is None
 
 
 @pytest.mark.parametrize(
@@ -291,9 +355,7 @@ def test_format_table() -> None:
         job_id="train-b2c4d",
         name="train",
         phase=JobPhase.RUNNING,
-        replicas=[
-            ReplicaStatus("worker", i, ReplicaPhase.RUNNING, restarts=1 if i == 0 else 0) for i in range(2)
-        ],
+        replicas=[ReplicaStatus("worker", i, ReplicaPhase.RUNNING, restarts=1 if i == 0 else 0) for i in range(2)],
         backoff_count=1,
         created_at=NOW - 312,
     )
@@ -348,8 +410,9 @@ def test_format_describe_sections() -> None:
     assert replicas[4] == ["worker", "1", "Failed", "exit", "code", "3", "1", "102@node-a", "-"]
 
     counts = table_rows(text[text.index("Counts:") : text.index("Conditions:")])
-    assert counts[2] == ["master", "0", "0", "1", "0", "0"]
-    assert counts[3] == ["worker", "0", "0", "1", "1", "0"]
+    assert counts[1] == ["ROLE", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]
+    assert counts[2] == ["master", "0", "0", "1", "0", "0", "0"]
+    assert counts[3] == ["worker", "0", "0", "1", "1", "0", "0"]
 
     conditions = text[text.index("Conditions:") : text.index("Failure:")]
     assert "BackoffLimitExceeded" in conditions and "Restarting" in conditions

@@ -36,6 +36,11 @@ PYTHON = "KUBETRAIN_PYTHON"
 """The interpreter of a detached local job's supervisor (default: the one running kubetrain)."""
 LOCAL_TAG = "KUBETRAIN_LOCAL_TAG"
 """Marks every process of a local job, so sweeps find its descendants."""
+LOG_MAX_SIZE = "KUBETRAIN_LOG_MAX_SIZE"
+"""The local backend: a replica's log is rotated past this size (bytes, or with Ki/Mi/Gi or K/M/G, as the
+kubelet's containerLogMaxSize; 0 turns rotation off). Read by the supervisor that writes the logs."""
+LOG_MAX_FILES = "KUBETRAIN_LOG_MAX_FILES"
+"""The local backend: log files kept per replica, the one being written included (containerLogMaxFiles)."""
 
 # -- where `kubetrain.metrics.log` writes ------------------------------------------------------------
 METRICS_FILE = "KUBETRAIN_METRICS_FILE"
@@ -54,6 +59,8 @@ __all__ = [
     "JOB",
     "LOCAL_RANK",
     "LOCAL_TAG",
+    "LOG_MAX_FILES",
+    "LOG_MAX_SIZE",
     "METRICS",
     "METRICS_FILE",
     "NAMESPACE",

@@ -248,6 +248,7 @@ def test_cancel_cascades(cluster: Cluster, flavor: str) -> None:
     cluster.expect(b, sub.name, _all(ReplicaPhase.RUNNING))
     status = b.cancel(sub.name)
     assert status.phase is JobPhase.CANCELLED and status.condition("Cancelled") is not None
+    assert all(r.phase is ReplicaPhase.CANCELLED for r in status.replicas)
     deadline = time.monotonic() + cluster.timeout
     while True:
         try:

@@ -156,6 +156,8 @@ def test_a_job_being_deleted_is_cancelled() -> None:
     job["metadata"]["deletionTimestamp"] = T2
     st = job_status([job], [pod("worker", 0)])
     assert st.phase is JobPhase.CANCELLED and st.reason == "Deleted"
+    # Its running pod is stopped with it: Cancelled, as a cancelled local replica, not Running or Failed.
+    assert [(r.phase, r.reason) for r in st.replicas] == [(ReplicaPhase.CANCELLED, "Cancelled")]
 
 
 def jobset(status: dict[str, Any], replicas: int = 2, max_restarts: int = 2) -> dict[str, Any]:

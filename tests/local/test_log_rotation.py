@@ -15,6 +15,7 @@ from kubetrain.backends.local.logfiles import (
     rotated_away,
     rotation_from_env,
 )
+from kubetrain.contract import env_names
 from tests.support.helpers import cli, job_file, no_traceback, write
 
 LINES = 3000
@@ -87,11 +88,31 @@ def test_follow_reads_every_line_through_rotations(tmp_path: Path) -> None:
     assert len(missing) <= rotated_away(log)["lines"]
 
 
+def test_a_follower_rotated_past_the_last_file_still_reads_the_files_after_its_own(tmp_path: Path) -> None:
+    """A follower that falls behind while its file is rotated away entirely (three rotations between two
+    reads, with three files kept) reads its own file to the end, then every rotated file still on disk:
+    nothing that exists is skipped."""
+    log = tmp_path / "worker-0.log"
+    write_lines(log, 10)
+    done = threading.Event()
+    followed = follow_log({"w": log}, done.is_set, poll_interval=0.01)
+    got = [int(next(followed).text.split()[1])]  # history; the follower now holds the file open
+    # Enough for three rotations (each file ~16 KiB; a line ~ 60 bytes): the follower's file is removed.
+    write_lines(log, 1000, start=10)
+    assert rotated_away(log)["files"] >= 1
+    done.set()
+    got += [int(r.text.split()[1]) for r in followed if r.text.startswith("line ")]
+    assert got == list(range(1010))
+
+
 def test_sizes_and_settings_from_the_environment() -> None:
     assert parse_size("10Mi") == 10 * 1024 * 1024
     assert parse_size("500K") == 500_000
     assert rotation_from_env({"KUBETRAIN_LOG_MAX_SIZE": "64Ki", "KUBETRAIN_LOG_MAX_FILES": "2"}) == (65536, 2)
     assert rotation_from_env({}) == (10 * 1024 * 1024, 5)
+    # The names live with every other KUBETRAIN_* name, spelled as users set them.
+    assert (env_names.LOG_MAX_SIZE, env_names.LOG_MAX_FILES) == ("KUBETRAIN_LOG_MAX_SIZE", "KUBETRAIN_LOG_MAX_FILES")
+    assert {"LOG_MAX_SIZE", "LOG_MAX_FILES"} <= set(env_names.__all__)
 
 
 def test_a_job_over_the_cap_keeps_its_newest_output_and_logs_says_what_rotated_away(

@@ -5,7 +5,6 @@ replica does not grow with the replica count."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from dataclasses import replace
@@ -17,33 +16,23 @@ from kubetrain.backends.local.backend import local_plan
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (
-    PIDFILE_SLEEP,
     cli,
     generic,
     job_file,
     make_job,
     no_traceback,
-    start_detached,
+    running_sleepers,
+    signal_supervisor,
     status_of,
-    supervisor_pid,
     wait_gone,
-    wait_phase,
-    wait_pids,
-    write,
 )
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def test_a_lost_supervisor_finished_when_it_died_not_when_someone_looked(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "lost"), tmp_path)
-    found = wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
-    supervisor = supervisor_pid(job_id)
-    assert supervisor is not None
-    os.kill(supervisor, signal.SIGKILL)
+    job_id, _, found = running_sleepers(tmp_path, "lost")
+    supervisor = signal_supervisor(job_id, signal.SIGKILL)
     wait_gone([supervisor, *found.values()])  # its watchdog killed the replicas
     killed_by = time.time()
     status = status_of(job_id)  # looked at only now
@@ -55,26 +44,20 @@ def test_a_lost_supervisor_finished_when_it_died_not_when_someone_looked(tmp_pat
 
 
 def test_cancelled_replicas_show_stopped_by_cancel(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "cancelme"), tmp_path)
-    wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
+    job_id, _, _ = running_sleepers(tmp_path, "cancelme")
     assert cli("cancel", job_id).returncode == 0
     status = status_of(job_id)
-    assert [(r.reason, r.describe_exit()) for r in status.replicas] == [
-        ("Cancelled", "stopped by cancel (SIGTERM)")
+    assert [(r.phase, r.reason, r.describe_exit()) for r in status.replicas] == [
+        (ReplicaPhase.CANCELLED, "Cancelled", "stopped by cancel (SIGTERM)")
     ] * 2
+    assert (status.counts()["worker"].cancelled, status.counts()["worker"].failed) == (2, 0)
     shown = cli("describe", job_id)
     assert "stopped by cancel (SIGTERM)" in shown.stdout and "Failed, stopped" not in shown.stdout
+    assert "Failed" not in shown.stdout.split("Replicas:")[1].split("Conditions:")[0]
 
 
 def test_suspended_replicas_are_pending_again_stopped_by_suspend(tmp_path: Path) -> None:
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), "pauseme"), tmp_path)
-    wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
+    job_id, _, _ = running_sleepers(tmp_path, "pauseme")
     assert cli("suspend", job_id).returncode == 0
     status = status_of(job_id)
     assert status.phase is JobPhase.SUSPENDED

@@ -163,7 +163,7 @@ def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: s
         for r in status.replicas:
             before = replica_phases.get(r.name)
             if before is not r.phase and r.phase.is_terminal:
-                say(f"{r.name} {'succeeded' if r.phase is ReplicaPhase.SUCCEEDED else 'failed'}"
+                say(f"{r.name} {r.phase.value.lower()}"  # succeeded, failed, cancelled
                     + (f": {r.describe_exit()}" if r.phase is ReplicaPhase.FAILED and r.describe_exit() else ""))
             elif before is not None and before is not r.phase and r.phase is ReplicaPhase.RUNNING and r.restarts:
                 say(f"{r.name} restarted ({r.restarts} restart{'s' if r.restarts != 1 else ''})")

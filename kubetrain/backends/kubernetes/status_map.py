@@ -27,6 +27,7 @@ from ...status import (
     JobStatus,
     ReplicaPhase,
     ReplicaStatus,
+    stopped_by_cancel,
 )
 from .flavors import Flavor, flavor_of
 from .workload import (
@@ -265,6 +266,9 @@ def job_status(
         # Not decided yet: Running once a replica has started (an engine's own "Pending" may lag its pods).
         started = any(r.phase is not ReplicaPhase.PENDING for r in replicas)
         phase = JobPhase.RUNNING if started else JobPhase.PENDING
+    elif phase is JobPhase.CANCELLED:
+        # Being deleted by a cancel: its pods are stopped with it, not failing (as the local backend says).
+        stopped_by_cancel(replicas, engine.finished_at)
     status = JobStatus(
         job_id=job_id,
         name=job_id,

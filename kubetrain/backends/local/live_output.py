@@ -7,6 +7,10 @@ would fill, the replicas block, the log files stall, and a cancel wait for the t
 only queues lines here; a writer thread feeds them to the sink. The queue is bounded: when the sink
 cannot keep up, lines are dropped from the live output only, counted per replica, and a line in
 their place says how many and where they are (``kubetrain logs ID``): the log files have every one.
+
+kubetrain's own messages to an attached run (``on_event``: a restart's back-off, a log truncated) are
+written from the same loop and go to the same terminal, so they take the same road: :class:`Messages`
+is a :class:`LiveOutput` whose sink is the ``on_event`` callback.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from ...contract.logs import LogRecord, LogSink
 
@@ -32,9 +36,22 @@ class LiveOutput:
     """A :class:`~kubetrain.contract.logs.LogSink` that never blocks its caller: it queues (bounded) and a
     daemon thread delivers to ``sink``. Safe to call from several threads."""
 
-    def __init__(self, sink: LogSink, *, job: str | None = None, limit: int = BUFFER_BYTES) -> None:
+    def __init__(
+        self,
+        sink: LogSink,
+        *,
+        job: str | None = None,
+        limit: int = BUFFER_BYTES,
+        unit: str = "line",
+        prefix: str = "kubetrain: ",
+        hint: str | None = None,
+    ) -> None:
+        """``unit``, ``prefix``, ``hint``: the words of the line that stands for dropped ones ("kubetrain: …
+        3 lines not shown here; `kubetrain logs ID` has them" by default)."""
         self._sink = sink
-        self._hint = f"`kubetrain logs {job}`" if job else "`kubetrain logs`"
+        self._hint = hint or (f"`kubetrain logs {job}` has them" if job else "`kubetrain logs` has them")
+        self._unit = unit
+        self._prefix = prefix
         self._limit = limit
         self._cond = threading.Condition()
         self._items: deque[_Keys | _Line] = deque()
@@ -128,7 +145,7 @@ class LiveOutput:
 
     def _note(self, key: str) -> str:
         n = self._dropped[key]
-        return f"kubetrain: … {n:,} line{'s' if n != 1 else ''} not shown here; {self._hint} has them"
+        return f"{self._prefix}… {n:,} {self._unit}{'s' if n != 1 else ''} not shown here; {self._hint}"
 
     def _run(self) -> None:
         sink = self._sink
@@ -157,4 +174,45 @@ class LiveOutput:
                     self._cond.notify_all()
 
 
-__all__ = ["BUFFER_BYTES", "STALL", "LiveOutput"]
+class _ToCallback:
+    """A LogSink that hands each line's text to a callback (``on_event``)."""
+
+    def __init__(self, callback: Callable[[str], None]) -> None:
+        self._callback = callback
+
+    def add_keys(self, keys: Collection[str]) -> None:
+        pass
+
+    def line(self, key: str, stream: str, text: str) -> None:
+        self._callback(text)
+
+    def record(self, rec: LogRecord) -> None:
+        self._callback(rec.text)
+
+    def flush(self) -> None:
+        pass
+
+
+class Messages:
+    """kubetrain's messages to an attached run (its ``on_event``), delivered by a thread: calling it never
+    blocks, so a terminal nobody reads (``kubetrain run job.yaml 2>&1 | sleep 400``) cannot stall the
+    supervisor's control loop in a write (a cancel, Ctrl-C, the deadline then wait for the terminal).
+    In order; past :data:`BUFFER_BYTES` queued, messages are dropped and counted, as replicas' lines are."""
+
+    _KEY = "kubetrain"
+
+    def __init__(self, on_event: Callable[[str], None], *, job: str | None = None) -> None:
+        hint = f"`kubetrain describe {job}` has the job's state" if job else "`kubetrain describe` has the job's state"
+        self._live = LiveOutput(_ToCallback(on_event), job=job, unit="message", prefix="", hint=hint)
+
+    def __call__(self, text: str) -> None:
+        self._live.line(self._KEY, "stderr", text)
+        self._live.flush()
+
+    def close(self, stall: float = STALL) -> bool:
+        """Deliver what is queued (waiting at most ``stall`` seconds for a sink that takes nothing); True
+        when all of it was. Messages sent afterwards are dropped."""
+        return self._live.close(stall)
+
+
+__all__ = ["BUFFER_BYTES", "STALL", "LiveOutput", "Messages"]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ...contract import env_names
 from ...contract.logs import (
     LogFilter,
     LogRecord,
@@ -52,10 +53,7 @@ MAX_LINE = 1 << 20
 DEFAULT_MAX_SIZE = 10 * 1024 * 1024
 #: Files kept per replica, the one being written included (the kubelet's containerLogMaxFiles).
 DEFAULT_MAX_FILES = 5
-#: Environment variables that set the two above for the supervisor that writes the logs (a size may
-#: carry a Ki/Mi/Gi or K/M/G suffix, as the kubelet's option; 0 turns rotation off).
-ENV_MAX_SIZE = "KUBETRAIN_LOG_MAX_SIZE"
-ENV_MAX_FILES = "KUBETRAIN_LOG_MAX_FILES"
+# The supervisor that writes the logs takes the two above from env_names.LOG_MAX_SIZE / LOG_MAX_FILES.
 #: Free space a log writer leaves on its filesystem: output stops being written (and is counted) below
 #: it, so that the job's final status, its conditions and the truncation markers still fit. The job
 #: store keeps a reserve file of its own besides (``store.RESERVE_BYTES``) for when something else
@@ -86,19 +84,19 @@ def rotation_from_env(environ: Mapping[str, str] | None = None) -> tuple[int, in
     setting must not keep a job from running."""
     env = os.environ if environ is None else environ
     size, files = DEFAULT_MAX_SIZE, DEFAULT_MAX_FILES
-    if env.get(ENV_MAX_SIZE):
+    if env.get(env_names.LOG_MAX_SIZE):
         try:
-            size = parse_size(env[ENV_MAX_SIZE])
+            size = parse_size(env[env_names.LOG_MAX_SIZE])
         except ValueError as e:
-            print(f"kubetrain: {ENV_MAX_SIZE}: {e}; using {DEFAULT_MAX_SIZE}", file=sys.stderr)
-    if env.get(ENV_MAX_FILES):
+            print(f"kubetrain: {env_names.LOG_MAX_SIZE}: {e}; using {DEFAULT_MAX_SIZE}", file=sys.stderr)
+    if env.get(env_names.LOG_MAX_FILES):
         try:
-            files = int(env[ENV_MAX_FILES])
+            files = int(env[env_names.LOG_MAX_FILES])
             if files < 1:
                 raise ValueError
         except ValueError:
             files = DEFAULT_MAX_FILES
-            print(f"kubetrain: {ENV_MAX_FILES}: not a whole number >= 1; using {files}", file=sys.stderr)
+            print(f"kubetrain: {env_names.LOG_MAX_FILES}: not a whole number >= 1; using {files}", file=sys.stderr)
     return size, files
 
 
@@ -398,7 +396,7 @@ def rotation_marker(path: Path, key: str = "") -> LogRecord | None:
         f"kubetrain: {gone['lines']:,} earlier line{'s' if gone['lines'] != 1 else ''}"
         f" ({_human(gone['bytes'])} in {gone['files']} file{'s' if gone['files'] != 1 else ''})"
         f" rotated away (a replica's log keeps {gone['max_files']} files of {_human(gone['max_size'])};"
-        f" {ENV_MAX_SIZE} and {ENV_MAX_FILES} set that)"
+        f" {env_names.LOG_MAX_SIZE} and {env_names.LOG_MAX_FILES} set that)"
     )
     return LogRecord(gone["until_ns"], "stderr", text, False, key)
 
@@ -771,13 +769,15 @@ class _Follower:
         return out
 
     def _after(self, ino: int) -> list[Path]:
-        """The rotated files newer than the one with inode ``ino`` (rotated more than once meanwhile)."""
+        """The rotated files newer than the one with inode ``ino`` (rotated more than once meanwhile).
+        When that file is no longer among them, rotation removed it (oldest first), so every rotated file
+        left is newer than it: all of them are read, or their lines would be skipped uncounted."""
         files = log_files(self.path)[:-1]
         for i, p in enumerate(files):
             with contextlib.suppress(FileNotFoundError):
                 if p.stat().st_ino == ino:
                     return files[i + 1 :]
-        return []
+        return files
 
     def _read_rest(self, flt: LogFilter, out: list[LogRecord]) -> None:
         assert self.file is not None

@@ -8,6 +8,7 @@ nor any framework, so a detached supervisor starts in a few milliseconds of Pyth
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import select
@@ -22,8 +23,18 @@ from pathlib import Path
 
 from ...contract import env_names
 from ...contract.logs import LogSink
-from ...status import REASON_STOPPED, Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
+from ...status import (
+    REASON_CANCELLED,
+    REASON_STOPPED,
+    Condition,
+    ConditionStatus,
+    FailureSummary,
+    JobPhase,
+    JobStatus,
+    ReplicaPhase,
+)
 from .launch import LaunchRecord
+from .live_output import Messages
 from .logfiles import iter_log
 from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup, kill_recorded
 from .procfs import pid_alive, proc_start_time
@@ -37,11 +48,10 @@ HOLD_ARGV = ("sleep", "infinity")
 """What a replica runs in runMode Debug instead of the program: `kubetrain attach` runs it by hand."""
 
 REASON_BACKOFF = "BackOff"
-REASON_CANCELLED = "Cancelled"
-"""A replica's reason when a cancel stopped it (`status.describe_exit`: "stopped by cancel (SIGTERM)")."""
-REASON_SUSPENDED = "Suspended"
-"""A replica's reason when a suspend stopped it: Pending again, until the job is resumed."""
 """The job's reason while it waits out the back-off before restarting its replicas (as a pod's)."""
+REASON_SUSPENDED = "Suspended"
+"""A replica's reason when a suspend stopped it: Pending again, until the job is resumed. (A cancel's is
+`status.REASON_CANCELLED`, with phase Cancelled: "stopped by cancel (SIGTERM)".)"""
 REQUEST_POLL = 0.5
 """How often the store is read for a request that came without a signal: while backing off, and always
 when the supervisor runs in a thread other than the main one (it has no signal handlers there)."""
@@ -53,6 +63,10 @@ HEARTBEAT = 1.0
 job's Finished time is its last heartbeat, not the time someone next looked."""
 STATE_FILE = "supervisor.json"
 """The supervisor's state file, in the job's log folder: who supervises the job and how to reach it."""
+STATE_SIZE = 512
+"""Bytes the state file is padded to (JSON allows trailing blanks): on a full disk, a state that cannot be
+written as a new file is written over the old one, in blocks it already has (`write_state`)."""
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 BY_CTRL_C = "cancelled by Ctrl-C"
 """The message of a job cancelled by Ctrl-C (`kubetrain.run` re-raises KeyboardInterrupt on it)."""
@@ -88,9 +102,14 @@ def state_path(store: JobStore, job_id: str) -> Path:
     return store.log_dir(job_id) / STATE_FILE
 
 
-def write_state(path: Path, pid: int, *, supervising: bool, signals: bool, detached: bool) -> None:
-    """Write the state file whole (a rename: a reader never sees half of it). Best effort: a full disk or a
-    folder gone must not stop a job, which then only lacks what the file tells."""
+def write_state(path: Path, pid: int, *, supervising: bool, signals: bool, detached: bool) -> bool:
+    """Write the state file whole (a new file renamed over the old: a reader never sees half of it). True
+    when written. Best effort: a folder gone must not stop a job, which then only lacks what the file tells.
+
+    On a full disk (ENOSPC, EDQUOT) the new file finds no block; the state is then written over the old
+    file, whose blocks it reuses (it is padded to `STATE_SIZE`), since a stale state misleads: a creator's
+    says "no signals", and a cancel would then wait for a supervisor that waits for a signal.
+    """
     data = {
         "pid": pid,
         "startTime": proc_start_time(pid),
@@ -98,12 +117,45 @@ def write_state(path: Path, pid: int, *, supervising: bool, signals: bool, detac
         "signals": signals,
         "detached": detached,
     }
+    text = json.dumps(data).encode().ljust(STATE_SIZE - 1) + b"\n"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    with contextlib.suppress(OSError):
+    try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with open(fd, "w") as f:
-            json.dump(data, f)
+        try:
+            _write_at(fd, text)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
+        return True
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # an empty file left on a full disk takes what little room is left
+        return exc.errno in _NO_ROOM and _write_over(path, text)
+
+
+def _write_at(fd: int, data: bytes, offset: int = 0) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+
+
+def _write_over(path: Path, text: bytes) -> bool:
+    """Write `text` over the file at `path`, in its own blocks (no new one needed), if it is as large. A
+    reader may, rarely, see a mix of old and new: it finds no valid JSON and treats it as no file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size < len(text):
+            return False  # written by an earlier kubetrain, unpadded
+        _write_at(fd, text)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def read_state(path: Path) -> SupervisorState | None:
@@ -125,19 +177,30 @@ def read_state(path: Path) -> SupervisorState | None:
 
 
 class _Heartbeat:
-    """Touches the state file every `HEARTBEAT` seconds from a thread of its own: the file's time says when
-    the supervisor was last alive, whatever its control loop is doing (starting replicas, a grace period)."""
+    """Writes the state file (`write`), then touches it every `HEARTBEAT` seconds from a thread of its own:
+    the file's time says when the supervisor was last alive, whatever its control loop is doing (starting
+    replicas, a grace period). A state not written (no room on the disk, or the file removed) is written
+    again at each beat until it is: a full disk delays the file, it never stops the beat or the job."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, write: Callable[[], bool]) -> None:
         self._path = path
+        self._write = write
+        self._written = write()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="kubetrain-heartbeat", daemon=True)
         self._thread.start()
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT):
-            with contextlib.suppress(OSError):
+            if not self._written:
+                self._written = self._write()
+                continue
+            try:
                 os.utime(self._path)
+            except FileNotFoundError:
+                self._written = self._write()
+            except OSError:
+                pass  # touching needs no room; anything else (a read-only remount) only costs this beat
 
     def stop(self) -> None:
         self._stop.set()
@@ -174,13 +237,18 @@ class Supervisor:
         grace: float = DEFAULT_GRACE,
         on_event: Callable[[str], None] | None = None,
         detached: bool = False,
+        on_status: Callable[[JobStatus], None] | None = None,
     ) -> None:
-        """`detached`: this process exists only to supervise the job (`python -m ...supervisor`)."""
+        """`detached`: this process exists only to supervise the job (`python -m ...supervisor`).
+        `on_status`: an attached run's receiver of the job's status after each change made here."""
         self.store = store
         self.job_id = job_id
         self.sink = sink
         self.grace = grace
-        self.on_event = on_event or (lambda text: None)
+        self._messages = Messages(on_event, job=job_id) if on_event is not None else None
+        # Called from the control loop: queued, never written here (a terminal nobody reads would hold the loop).
+        self.on_event: Callable[[str], None] = self._messages or (lambda text: None)
+        self.on_status = on_status
         self.detached = detached
         plan_json = store.get_plan_json(job_id)
         if plan_json is None:
@@ -256,8 +324,10 @@ class Supervisor:
         heartbeat: _Heartbeat | None = None
         try:
             path = state_path(store, job_id)
-            write_state(path, os.getpid(), supervising=True, signals=self._signals, detached=self.detached)
-            heartbeat = _Heartbeat(path)
+            heartbeat = _Heartbeat(
+                path,
+                lambda: write_state(path, os.getpid(), supervising=True, signals=self._signals, detached=self.detached),
+            )
             store.set_supervisor(job_id, os.getpid())
             early = self._before_start()
             if early is not None:
@@ -282,6 +352,8 @@ class Supervisor:
                 fds, self._wake_fds = self._wake_fds, None
                 for fd in fds or ():
                     os.close(fd)
+                if self._messages is not None:
+                    self._messages.close()  # the job's outcome is recorded: a blocked terminal only delays us
 
     def _log_notice(self, notice: LogNotice) -> None:
         """A replica's log is missing lines (a full disk): the first time, one line on the terminal; for
@@ -380,6 +452,7 @@ class Supervisor:
             message=message,
             condition=Condition("Running", ConditionStatus.TRUE, reason, message, now),
         )
+        self._report_status()
 
     def _report_preload(self, group: ProcessGroup, now: float) -> None:
         """A condition saying whether the replicas were forked from a preloading server, and if not why;
@@ -417,6 +490,8 @@ class Supervisor:
                 return self._stop_for(group, request)
             for event in events:
                 self._record_exit(event)
+            if events:
+                self._report_status()
             deadline = self.deadline_s is not None and time.time() >= started_at + self.deadline_s
             if not events and deadline:
                 return self._deadline(group)
@@ -498,13 +573,14 @@ class Supervisor:
                 message=message,
                 condition=Condition("Restarting", ConditionStatus.TRUE, REASON_BACKOFF, message, now),
             )
+            self._report_status()
             return None
         self._finish(JobPhase.FAILED, reason, failure.headline())
         return JobPhase.FAILED
 
     def _record_stopped_by(self, role: str, index: int, code: int, at: float, by: RequestKind) -> None:
         """A replica a cancel or suspend stopped. Suspended: Pending again (it starts on resume), its exit
-        cleared. Cancelled: ended, with reason Cancelled and how it was stopped."""
+        cleared. Cancelled: phase Cancelled, not Failed (the program did not fail), and how it was stopped."""
         how = f"signal {-code}" if code < 0 else f"exit code {code}"
         with contextlib.suppress(ValueError):
             how = signal.Signals(-code).name if code < 0 else how
@@ -515,7 +591,7 @@ class Supervisor:
             )
             return
         self.store.update_replica(
-            self.job_id, role, index, phase=ReplicaPhase.FAILED, exit_code=code if code >= 0 else None,
+            self.job_id, role, index, phase=ReplicaPhase.CANCELLED, exit_code=code if code >= 0 else None,
             signal=-code if code < 0 else None, finished_at=at, reason=REASON_CANCELLED,
             message=f"stopped by cancel ({how})",
         )
@@ -555,6 +631,14 @@ class Supervisor:
             message=message,
             condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
         )
+        self._report_status()
+
+    def _report_status(self) -> None:
+        """The job's status, as recorded, to an attached run's `on_status` (the live status line, a program's
+        callback): this loop makes every change, so it knows each one without anyone polling the store."""
+        if self.on_status is not None:
+            with contextlib.suppress(JobNotFoundError):
+                self.on_status(self.store.get_status(self.job_id))
 
     # -- requests and signals ---------------------------------------------------------------------------
 

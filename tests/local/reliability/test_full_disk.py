@@ -1,6 +1,7 @@
 """A full disk under KUBETRAIN_HOME (a 2 MB tmpfs, mounted in a private user and mount namespace, so it needs
 no privilege) loses neither the job's outcome nor a line unaccounted for: the log gets a marker counting what
-was not written, the terminal one line, `describe` a LogTruncated condition; `list` works while it is full."""
+was not written, the terminal one line, `describe` a LogTruncated condition; `list` works while it is full.
+The supervisor's state file (who supervises the job, whether a signal reaches it) stays true on a full disk."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.local.logfiles import iter_log
-from tests.support.helpers import alive, job_file, wait_gone
+from kubetrain.backends.local.supervisor import _Heartbeat, read_state, write_state
+from tests.support.helpers import alive, job_file, wait_for, wait_gone
 
 LINES = 60_000
 CHATTY = """\
@@ -156,3 +158,86 @@ def test_a_disk_filled_by_the_replica_still_records_its_success_and_list_works_m
     assert pids
     wait_gone(pids)
     assert not any(alive(p) for p in pids)
+
+
+# Runs a job through `kubetrain.run`, attached; when the job exists (its first message), fills the disk to the last
+# block, so that the supervisor about to take the job over finds no room for its state file.
+FILL_ON_CREATE = """\
+import os, sys
+import kubetrain
+
+out, home = os.environ["OUT"], os.environ["KUBETRAIN_HOME"]
+
+def on_event(text):
+    if text.startswith("job ") and not os.path.exists(os.path.join(out, "id")):
+        fd = os.open(os.path.join(home, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b"x" * 4096)
+        except OSError as e:
+            print(f"filler stopped: {e.strerror}", file=sys.stderr, flush=True)
+        os.close(fd)
+        with open(os.path.join(out, "id"), "w") as f:
+            f.write(text.split()[1].rstrip(":"))
+
+result = kubetrain.run(kubetrain.load("job.yaml"), quiet=True, on_event=on_event)
+print(result.status.phase.value, result.status.message)
+"""
+UP_THEN_SLEEP = """\
+import sys, time
+with open(sys.argv[1], "w") as up:  # a FIFO: opening it waits for the test
+    up.write("up\\n")
+time.sleep(600)
+"""
+
+
+def test_a_full_disk_when_the_supervisor_takes_over_leaves_its_state_true_and_cancel_working(tmp_path: Path) -> None:
+    (tmp_path / "runner.py").write_text(FILL_ON_CREATE)
+    (tmp_path / "up.py").write_text(UP_THEN_SLEEP)
+    job_file(tmp_path, {"framework": "generic", "replicas": 1, "run": {"python": ["up.py", "up.fifo"]}})
+    done = on_small_disk(
+        tmp_path,
+        f"""
+        mkfifo up.fifo
+        {sys.executable} runner.py > "$OUT/run.out" 2> "$OUT/run.err" & runner=$!
+        read up < up.fifo
+        $K cancel "$(cat "$OUT/id")" > "$OUT/cancel.out" 2>&1; echo $? > "$OUT/cancel.rc"
+        [ "$(cat "$OUT/cancel.rc")" = 0 ] || kill -TERM $runner  # the cancel failed: end it
+        wait $runner; echo $? > "$OUT/run.rc"
+        cp -a "$HOME_DIR/." "$OUT/home"
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    run_err = (out / "run.err").read_text()
+    assert "filler stopped: No space left on device" in run_err
+    cancel = (out / "cancel.out").read_text()
+    assert (out / "cancel.rc").read_text().strip() == "0", cancel
+    assert "Traceback" not in run_err + cancel, run_err + cancel
+    assert (out / "run.rc").read_text().strip() == "0", run_err
+    assert (out / "run.out").read_text().split() == ["Cancelled", "cancelled", "by", "request"]
+    assert outcome(out / "home" / "jobs.db") == ("Cancelled", "Cancelled")
+    # The state file says who supervised the job and that a signal reaches it (not the creator's "no signals"),
+    # and no half-written file was left behind on the full disk.
+    (folder,) = (out / "home" / "logs").iterdir()
+    state = read_state(folder / "supervisor.json")
+    assert state is not None and state.supervising and state.signals
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".supervisor.json")]
+    pids = replica_pids(out / "home" / "jobs.db")
+    assert pids
+    wait_gone(pids)
+
+
+def test_a_state_file_not_written_is_written_by_a_later_heartbeat(tmp_path: Path) -> None:
+    # No folder to write it in yet (as no room on a disk): the supervisor goes on, and its heartbeat writes the
+    # state once it can, rather than touching a file that is not there.
+    path = tmp_path / "logs" / "supervisor.json"
+    state = {"supervising": True, "signals": True, "detached": False}
+    heartbeat = _Heartbeat(path, lambda: write_state(path, os.getpid(), **state))
+    try:
+        assert not path.exists()
+        path.parent.mkdir()
+        written = wait_for("the state written by a heartbeat", lambda: read_state(path))
+        assert (written.pid, written.supervising, written.signals) == (os.getpid(), True, True)
+    finally:
+        heartbeat.stop()

@@ -14,25 +14,21 @@ import pytest
 from kubetrain.backends.local.supervisor import Supervisor
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
-    PIDFILE_SLEEP,
     alive,
+    attached_sleepers,
     cli,
     create_job,
     generic,
-    job_file,
     local_backend,
     log_lines,
     make_job,
     no_process_left_behind,
     no_traceback,
-    spawn_cli,
-    start_detached,
+    running_sleepers,
+    signal_supervisor,
     status_of,
-    supervisor_pid,
     wait_for,
     wait_gone,
-    wait_phase,
-    wait_pids,
     write,
 )
 
@@ -42,19 +38,9 @@ pytestmark = pytest.mark.timeout(120)
 def test_sighup_to_an_attached_run_records_cancelled_not_a_lost_supervisor(tmp_path: Path) -> None:
     """Closing the terminal of `kubetrain run` (SIGHUP): nobody is left to watch the job, which is cancelled,
     with the reason; it did not fail, and its supervisor was not lost."""
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    run = spawn_cli("run", job_file(tmp_path, generic(["sleep.py", str(pids)])))
-    try:
-        found = wait_pids(pids, 2)
-        job_id = wait_for("the job", lambda: cli("list", "-o", "name").stdout.split())[0]
-        wait_phase(job_id, JobPhase.RUNNING)
+    with attached_sleepers(tmp_path) as (run, job_id, found):
         run.send_signal(signal.SIGHUP)
         run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
     wait_gone(found.values())
     status = status_of(job_id)
     assert (status.phase, status.reason) == (JobPhase.CANCELLED, "Cancelled")
@@ -109,15 +95,8 @@ def test_a_second_ctrl_c_kills_the_replicas_and_the_job_ends_cancelled(tmp_path:
 
 def _stopped_supervisor(tmp_path: Path, name: str) -> tuple[str, int, dict[str, int]]:
     """A detached job of two sleeping replicas whose supervisor is then stopped with SIGSTOP."""
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    job_id, _ = start_detached(make_job(generic(["sleep.py", str(pids)]), name), tmp_path)
-    found = wait_pids(pids, 2)
-    wait_phase(job_id, JobPhase.RUNNING)
-    supervisor = supervisor_pid(job_id)
-    assert supervisor is not None
-    os.kill(supervisor, signal.SIGSTOP)
-    return job_id, supervisor, found
+    job_id, _, found = running_sleepers(tmp_path, name)
+    return job_id, signal_supervisor(job_id, signal.SIGSTOP), found
 
 
 def test_cancel_with_a_stopped_supervisor_stops_the_replicas_itself(tmp_path: Path) -> None:
@@ -131,7 +110,7 @@ def test_cancel_with_a_stopped_supervisor_stops_the_replicas_itself(tmp_path: Pa
     assert status.phase is JobPhase.CANCELLED
     assert status.message is not None and f"supervisor (pid {supervisor}), which is stopped" in status.message
     assert all(str(pid) in status.message for pid in found.values())
-    assert all(r.phase is ReplicaPhase.FAILED and r.reason == "Cancelled" for r in status.replicas)
+    assert all(r.phase is ReplicaPhase.CANCELLED and r.reason == "Cancelled" for r in status.replicas)
     lines = log_lines(job_id)
     assert all(f"{key} up" in lines[key[:-2]] for key in found), lines
 
@@ -148,13 +127,7 @@ def test_delete_with_a_stopped_supervisor_leaves_no_process_behind(tmp_path: Pat
 def test_delete_refuses_while_an_attached_supervisor_is_stopped(tmp_path: Path) -> None:
     """An attached `kubetrain run` stopped with Ctrl-Z is someone's program: delete stops the replicas, keeps
     the job and says which pid is alive; continued, the run ends the job Cancelled."""
-    write(tmp_path / "sleep.py", PIDFILE_SLEEP)
-    pids = tmp_path / "pids"
-    run = spawn_cli("run", job_file(tmp_path, generic(["sleep.py", str(pids)])))
-    try:
-        found = wait_pids(pids, 2)
-        job_id = wait_for("the job", lambda: cli("list", "-o", "name").stdout.split())[0]
-        wait_phase(job_id, JobPhase.RUNNING)
+    with attached_sleepers(tmp_path) as (run, job_id, found):
         run.send_signal(signal.SIGSTOP)
         deleted = cli("delete", job_id)
         assert deleted.returncode == 1
@@ -164,9 +137,5 @@ def test_delete_refuses_while_an_attached_supervisor_is_stopped(tmp_path: Path) 
         assert status_of(job_id).phase is JobPhase.CANCELLED
         run.send_signal(signal.SIGCONT)
         _out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
     assert run.returncode == 130, err
     assert cli("delete", job_id).returncode == 0
