@@ -183,14 +183,39 @@ def test_the_record_holds_what_the_supervisor_needs_and_survives_json() -> None:
 def test_the_json_layout_is_the_one_dry_run_prints() -> None:
     data = launch({"framework": "generic", "replicas": 2, "run": {"python": ["t.py"]}}, cwd="/d").to_dict()
     assert list(data) == [
-        "name", "framework", "files", "filesDir", "restart", "activeDeadlineSeconds", "runMode", "replicas",
-        "warnings", "cwd", "preload",
+        "name", "framework", "files", "filesDir", "restart", "activeDeadlineSeconds", "runMode", "cluster", "env",
+        "sharedValues", "replicas", "warnings", "cwd", "preload",
     ]  # fmt: skip
+    assert data["cluster"] == {"worker": ["127.0.0.1:41001", "127.0.0.1:41002"]}
+    # What every process has alike is written once, at the top; each process lists only its own.
+    assert (data["env"]["KUBETRAIN_JOB"], data["env"]["KUBETRAIN_NUM_REPLICAS"]) == ("job", "2")
     replica = data["replicas"][1]
     assert (replica["role"], replica["index"], replica["host"]) == ("worker", 1, "127.0.0.1")
     process = replica["processes"][0]
     assert (process["key"], process["argv"], process["localRank"]) == ("worker-1", ["python", "t.py"], 0)
-    assert process["env"]["KUBETRAIN_REPLICA_INDEX"] == "1"
+    assert process["env"] == {"KUBETRAIN_REPLICA_INDEX": "1"}
+
+
+def test_a_record_stored_with_its_common_env_apart_by_an_earlier_kubetrain_still_reads() -> None:
+    """The stored layout before the dry run printed the same one: `commonEnv`, references named `ROLE,`."""
+    addresses = '["127.0.0.1:1", "127.0.0.1:2"]'
+    stored = {
+        "name": "job-1", "framework": "tensorflow", "files": {}, "filesDir": "/x/files", "restart": {},
+        "activeDeadlineSeconds": None, "runMode": "Immediate", "warnings": [],
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "sharedValues": {"worker": addresses}, "commonEnv": {"A": "1"},
+        "replicas": [{"role": "worker", "index": i, "host": "127.0.0.1", "processes": [{
+            "key": f"worker-{i}", "argv": ["python", "t.py"],
+            "env": {"TF_CONFIG": ['{"cluster":{"worker":', {"ref": "worker"}, f'}},"task":{{"index":{i}}}}}']}}]}
+            for i in range(2)],
+    }  # fmt: skip
+    record = LaunchRecord.from_json(json.dumps(stored))
+    assert record.envs() == {
+        f"worker-{i}": {"A": "1", "TF_CONFIG": f'{{"cluster":{{"worker":{addresses}}},"task":{{"index":{i}}}}}'}
+        for i in range(2)
+    }
+    assert record.cluster == {"worker": ("127.0.0.1:1", "127.0.0.1:2")}
+    assert LaunchRecord.from_json(record.to_json()) == record
 
 
 def test_a_record_stored_by_an_earlier_kubetrain_still_reads() -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from kubetrain.backends.local.backend import LocalBackend, LocalError, LocalRefusal
 from kubetrain.backends.local.gpus import GpuInventory, discover_gpus, parse_nvidia_smi
-from kubetrain.backends.local.launch import machine_fit
+from kubetrain.backends.local.launch import LaunchRecord, machine_fit
 from kubetrain.backends.local.store import JobNotFoundError
 from kubetrain.contract.errors import EXIT_USAGE, KubetrainError
 from kubetrain.plan import plan
@@ -321,7 +321,7 @@ def test_an_mpi_launcher_gets_the_gpus_of_the_workers_whose_ranks_it_starts(tmp_
     with LocalBackend(gpus=lambda: inventory) as backend:
         result = backend.run(job.with_base_dir(tmp_path), dry_run="client")
     assert result.plan is not None
-    env = {r["role"]: r["processes"][0]["env"] for r in result.plan["replicas"] if r["processes"]}
+    env = {r.role: r.processes[0].env for r in LaunchRecord.from_dict(result.plan).replicas if r.processes}
     # The launcher asks for none itself, and starts both workers' ranks: they see both workers' GPUs.
     assert env["launcher"]["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert any(w.startswith("spec.roles.worker.resources.gpu: launcher-0 starts the ranks") for w in result.warnings)
@@ -334,7 +334,7 @@ def test_the_user_env_still_wins_over_the_gpus_given(tmp_path: Path) -> None:
     with LocalBackend(gpus=lambda: inventory) as backend:
         result = backend.run(job.with_base_dir(tmp_path), dry_run="client")
     assert result.plan is not None
-    given = result.plan["replicas"][0]["processes"][0]["env"]
+    given = LaunchRecord.from_dict(result.plan).processes[0].env
     assert (given["CUDA_VISIBLE_DEVICES"], given["SEEN"]) == ("3", "PCI_BUS_ID")
 
 

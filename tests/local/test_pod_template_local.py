@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import kubetrain
+from kubetrain.backends.local.launch import LaunchRecord
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
     cli,
     job_file,
@@ -71,12 +72,11 @@ def test_a_two_replica_job_runs_the_templates_command_locally(tmp_path: Path) ->
 def test_a_dry_run_shows_the_program_and_env_and_warns_what_it_ignores(tmp_path: Path) -> None:
     job = make_job({"replicas": 2, "env": {"OWN": "$(GREETING)!"}, "podTemplate": TEMPLATE})
     result = kubetrain.run(job, dry_run="client", base_dir=str(tmp_path))
-    record = result.plan or {}
-    processes = [p for replica in record["replicas"] for p in replica["processes"]]
-    assert len(processes) == 2
-    for process in processes:
-        assert process["argv"][1:] == ["gather.py", "--steps", "3"]
-        assert process["env"]["GREETING"] == "hello from the template"
-        assert process["env"]["OWN"] == "hello from the template!"  # the job's env may refer to the template's
-    assert record["cwd"] == str((tmp_path / "code").resolve())
+    record = LaunchRecord.from_dict(result.plan or {})  # each process's whole env, from the dry run's data
+    assert len(record.processes) == 2
+    for process in record.processes:
+        assert process.argv[1:] == ("gather.py", "--steps", "3")
+        assert process.env["GREETING"] == "hello from the template"
+        assert process.env["OWN"] == "hello from the template!"  # the job's env may refer to the template's
+    assert record.cwd == str((tmp_path / "code").resolve())
     assert [w for w in result.warnings if NOT_USED in w and w.endswith(": spec.podTemplate")]

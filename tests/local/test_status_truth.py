@@ -99,5 +99,10 @@ def test_a_stored_launch_record_of_an_earlier_kubetrain_still_reads(tmp_path: Pa
     record = LaunchRecord.from_plan(
         local_plan(make_job(generic(["t.py"], replicas=3), "old"), "old-abcde", tmp_path), cwd=str(tmp_path)
     )
-    # The full layout (as `run --dry-run` prints it, and earlier records were stored) has no cluster.
-    assert LaunchRecord.from_json(json.dumps(record.to_dict())) == replace(record, cluster={})
+    # The layout earlier records were stored in: every process's whole env listed with it, and no cluster.
+    envs = record.envs()
+    full = {k: v for k, v in record.to_dict().items() if k not in ("cluster", "env", "sharedValues")}
+    full["replicas"] = [
+        {**r, "processes": [{**p, "env": envs[p["key"]]} for p in r["processes"]]} for r in full["replicas"]
+    ]
+    assert LaunchRecord.from_json(json.dumps(full)) == replace(record, cluster={})

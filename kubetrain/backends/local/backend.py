@@ -254,8 +254,10 @@ class LocalBackend:
         on_event: EventSink | None = None,
         on_status: RunEventSink | None = None,
     ) -> RunResult:
-        """See `Backend.run`. A client dry run gives the launch record as data (`RunResult.plan`), its files
-        folder shown as `<job-dir>/files`; nothing is stored."""
+        """See `Backend.run`. A client dry run gives the launch record as data (`RunResult.plan`, in
+        `launch.LAYOUT`: the env every process shares once, so its size is linear in the replica count; each
+        process's whole env: `LaunchRecord.from_dict(result.plan).envs()`), its files folder shown as
+        `<job-dir>/files`; nothing is stored."""
         if dry_run == "server":
             raise UsageError("--dry-run=server asks a Kubernetes API server: add --backend kubernetes")
         if dry_run not in (None, "client"):

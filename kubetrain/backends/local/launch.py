@@ -12,10 +12,11 @@ policy fields a local run has no exact counterpart for. Each is honoured (a bind
 dst; each replica's own GPUs in `CUDA_VISIBLE_DEVICES`), approximated with a warning naming its field
 path, or refused with its path before the job is created.
 
-The record is stored with the job as JSON (`JobStore.set_plan_json`) and read back typed. The supervisor
-imports this module, so it imports only the standard library and kubetrain's stdlib-only modules; the
-plan it is built from (`LaunchRecord.from_plan`) is only looked at, never imported (nor is the job model
-`machine_fit` reads).
+The record is stored with the job as JSON (`JobStore.set_plan_json`) and read back typed; `kubetrain run
+--dry-run` prints the same layout (`LAYOUT`: what every process shares once, each process what is its own).
+The supervisor imports this module, so it imports only the standard library and kubetrain's stdlib-only
+modules; the plan it is built from (`LaunchRecord.from_plan`) is only looked at, never imported (nor is the
+job model `machine_fit` reads).
 """
 
 from __future__ import annotations
@@ -155,9 +156,36 @@ class LaunchRecord:
                 return replica
         raise KeyError(f"{role}-{index}")
 
-    # -- JSON: the layout `kubetrain run --dry-run` prints and the job store holds --------------------------
+    # -- JSON: the layout `kubetrain run --dry-run` prints and the job store holds (`LAYOUT`) ---------------
+
+    def envs(self) -> dict[str, dict[str, str]]:
+        """Each process's whole environment, by process key (`worker-1`): the shared `env` of `to_dict` with
+        the process's own. From a dry run's data: `LaunchRecord.from_dict(result.plan).envs()`."""
+        return {p.key: dict(p.env) for p in self.processes}
 
     def to_dict(self) -> dict[str, Any]:
+        """The record in `LAYOUT`: what every process has alike written once (`env`), each process only
+        what is its own, and a role's address list written once (`sharedValues`) where a value embeds it —
+        so the size per replica does not depend on the replica count. `from_dict` gives the record back."""
+        common = _common_env([p.env for p in self.processes])
+        texts = _address_texts(self.cluster)
+        used: set[str] = set()
+
+        def own(env: Mapping[str, str]) -> dict[str, str | list[Any]]:
+            return {k: _encode(v, texts, used) for k, v in env.items() if k not in common}
+
+        replicas = [
+            {
+                "role": r.role,
+                "index": r.index,
+                "host": r.host,
+                "processes": [
+                    {"key": p.key, "argv": list(p.argv), "env": own(p.env), "localRank": p.local_rank}
+                    for p in r.processes
+                ],
+            }
+            for r in self.replicas
+        ]
         return {
             "name": self.job_id,
             "framework": self.framework,
@@ -166,18 +194,10 @@ class LaunchRecord:
             "restart": self.restart.to_dict(),
             "activeDeadlineSeconds": self.active_deadline_seconds,
             "runMode": self.run_mode,
-            "replicas": [
-                {
-                    "role": r.role,
-                    "index": r.index,
-                    "host": r.host,
-                    "processes": [
-                        {"key": p.key, "argv": list(p.argv), "env": dict(p.env), "localRank": p.local_rank}
-                        for p in r.processes
-                    ],
-                }
-                for r in self.replicas
-            ],
+            "cluster": {role: list(addresses) for role, addresses in self.cluster.items()},
+            "env": common,
+            "sharedValues": {name: text for name, text in texts if name in used},
+            "replicas": replicas,
             "warnings": list(self.warnings),
             "cwd": self.cwd,
             "preload": list(self.preload),
@@ -185,10 +205,10 @@ class LaunchRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LaunchRecord:
-        """The record as `to_dict` (or, compacted, `to_json`) wrote it; keys a record of an earlier kubetrain
-        lacks take their defaults."""
-        if "sharedValues" in data:
-            data = _expand(data)
+        """The record as `to_dict` wrote it, or an earlier kubetrain stored it: every process's whole env
+        listed with it, or the shared part apart in `commonEnv`. Keys an earlier record lacks take their
+        defaults."""
+        data = _whole(data)
         return cls(
             job_id=str(data.get("name", "")),
             framework=str(data.get("framework", "")),
@@ -221,59 +241,57 @@ class LaunchRecord:
         )
 
     def to_json(self) -> str:
-        """The stored form: `to_dict` with what every process shares written once (`_compact`), so its size
-        per replica does not depend on the replica count. `from_json` reads it back whole."""
-        return json.dumps(_compact(self.to_dict(), self.cluster), separators=(",", ":"))
+        """The stored form: `to_dict`, without spaces. `from_json` reads it back whole."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> LaunchRecord:
         return cls.from_dict(json.loads(text))
 
 
-# -- the stored form: shared values once ------------------------------------------------------------------
+# -- the layout: shared values once ------------------------------------------------------------------------
 
-_SHARED_MIN = 32
-"""Shorter texts are not worth a reference."""
+LAYOUT = """\
+Each process gets the top-level env, plus its own env (under replicas[].processes[]). An env value
+written as a list is its pieces joined: a text as it is, {ref: NAME} the text sharedValues.NAME (a
+role's address list as JSON, written once rather than in every replica's value). cluster: each role's
+replicas' host:port, by index. From Python: LaunchRecord.from_dict(data).envs(), every process's
+whole env (kubetrain.backends.local.launch)."""
+"""How to read `to_dict` (what `kubetrain run --dry-run` prints locally): said in its help and output."""
+
+_SHARED_MIN = 200
+"""Address lists shorter than this (about 8 addresses) stay in the values that embed them, where a person
+reads them best; longer ones are referenced, so a value embedding them has a bounded size."""
 
 
-def _compact(data: dict[str, Any], cluster: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """`data` (a `to_dict`) with each env variable every process has alike in `commonEnv`, once, and every
-    occurrence of a role's address list (as JSON, either spacing) in a value replaced by a reference
-    (`{"ref": NAME}`) to `sharedValues`. Lossless: `_expand` gives `data` back."""
-    shared = {}
+def _common_env(envs: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """The variables every one of `envs` has, with the same value (in the first's order)."""
+    if not envs:
+        return {}
+    first, rest = envs[0], envs[1:]
+    return {k: v for k, v in first.items() if all(env.get(k) == v for env in rest)}
+
+
+def _address_texts(cluster: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+    """(name, text) for each role's address list as a value may embed it: as JSON with Python's default
+    spacing (TF_CONFIG's cluster), named by the role, and without spaces (KUBETRAIN_CLUSTER), `ROLE,compact`.
+    Only lists of `_SHARED_MIN` characters or more."""
+    out = []
     for role, addresses in cluster.items():
-        for suffix, separators in (("", (", ", ": ")), (",", (",", ":"))):
+        for name, separators in ((role, (", ", ": ")), (f"{role},compact", (",", ":"))):
             text = json.dumps(list(addresses), separators=separators)
             if len(text) >= _SHARED_MIN:
-                shared[role + suffix] = text
-    fragments = sorted(shared.items(), key=lambda item: -len(item[1]))
-    processes = [p for r in data["replicas"] for p in r["processes"]]
-    common: dict[str, str] = {}
-    if processes:
-        first = processes[0]["env"]
-        common = {k: v for k, v in first.items() if all(p["env"].get(k, None) == v for p in processes[1:])}
-    out = dict(data)
-    out["cluster"] = {role: list(addresses) for role, addresses in cluster.items()}
-    out["sharedValues"] = shared
-    out["commonEnv"] = {k: _encode(v, fragments) for k, v in common.items()}
-    out["replicas"] = [
-        {
-            **r,
-            "processes": [
-                {**p, "env": {k: _encode(v, fragments) for k, v in p["env"].items() if k not in common}}
-                for p in r["processes"]
-            ],
-        }
-        for r in data["replicas"]
-    ]
+                out.append((name, text))
     return out
 
 
-def _encode(value: str, fragments: Sequence[tuple[str, str]]) -> str | list[Any]:
+def _encode(value: str, texts: Sequence[tuple[str, str]], used: set[str]) -> str | list[Any]:
+    """`value`, or, where it embeds any of `texts`, its pieces: texts and `{"ref": NAME}` (names into `used`)."""
     pieces: list[Any] = [value]
-    for name, text in fragments:
+    for name, text in sorted(texts, key=lambda item: -len(item[1])):  # the longest first: never a part of one
         if not any(isinstance(p, str) and text in p for p in pieces):
             continue
+        used.add(name)
         split: list[Any] = []
         for piece in pieces:
             if not isinstance(piece, str):
@@ -288,8 +306,11 @@ def _encode(value: str, fragments: Sequence[tuple[str, str]]) -> str | list[Any]
     return value if len(pieces) == 1 and isinstance(pieces[0], str) else pieces
 
 
-def _expand(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The `to_dict` form of a record `_compact` wrote."""
+def _whole(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`data` with every process's whole env in its own `env` and no reference left: the layout of records
+    stored before `LAYOUT`, which `from_dict` reads. Unchanged when it is that already."""
+    if not any(key in data for key in ("env", "commonEnv", "sharedValues")):
+        return data
     shared: Mapping[str, str] = data.get("sharedValues") or {}
 
     def decode(value: str | list[Any]) -> str:
@@ -297,8 +318,9 @@ def _expand(data: Mapping[str, Any]) -> dict[str, Any]:
             return value
         return "".join(p if isinstance(p, str) else shared[p["ref"]] for p in value)
 
-    common = {k: decode(v) for k, v in (data.get("commonEnv") or {}).items()}
-    out = {k: v for k, v in data.items() if k not in ("sharedValues", "commonEnv")}
+    # `commonEnv`: the shared env as kubetrain stored it before the dry run printed the same layout.
+    common = {k: decode(v) for k, v in (data.get("env") or data.get("commonEnv") or {}).items()}
+    out = {k: v for k, v in data.items() if k not in ("env", "sharedValues", "commonEnv")}
     out["replicas"] = [
         {
             **r,
@@ -777,6 +799,7 @@ def _gpu_requests(plan: Plan) -> tuple[list[GpuRequest], list[str], dict[str, Fi
     return requests, notes, paths
 
 __all__ = [
+    "LAYOUT",
     "MOUNTS_TABLE",
     "LaunchProcess",
     "LaunchRecord",

@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=["client", "server"],
         help="client (default): print what would run (the launch plan locally, the manifests on Kubernetes); "
         "server: send everything to the Kubernetes API server with dryRun=All and print its verdict; "
-        "nothing runs",
+        "nothing runs. In the launch plan each process gets the top-level env plus its own; an env value "
+        "written as a list is its pieces joined, {ref: NAME} standing for sharedValues.NAME",
     )
     add_flavor(p, default=None, help_text="Kubernetes engine (default: jobset if the cluster serves it, else job)")
     p.add_argument("--framework", help=f"quick form: {'|'.join(FRAMEWORKS)}")
@@ -261,6 +262,10 @@ def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: flo
     """What the terminal shows once `run` returns, and the exit status."""
     job_id, quiet, again = result.job_id, args.quiet, backend_flags(args)
     if result.plan is not None:
+        if args.output is None and result.backend == "local":  # how to read it, for a person (a YAML comment)
+            from ...backends.local.launch import LAYOUT
+
+            print("".join(f"# {line}\n" for line in LAYOUT.splitlines()), end="")
         emit(result.plan, args.output or "yaml")
         return 0
     if result.dry_run is not None:
