@@ -108,7 +108,9 @@ class Progress:
             )
 
     def sample(self, sample: MetricSample) -> None:
-        """A metric sample: the line shows each metric's latest value from its first source (lowest rank)."""
+        """A metric sample: the line shows each metric's latest value from its first source (lowest rank), and
+        the step of the latest of the values it shows. That step may go down: a restarted replica starts its
+        steps over (or from its checkpoint), and the line pairs the values shown with their own step."""
         order = (sample.rank is None, sample.rank or 0, sample.role or "", sample.index or 0)
         with self._lock:
             best = self._best_source.get(sample.name)
@@ -116,7 +118,8 @@ class Progress:
                 return
             self._best_source[sample.name] = order
             self.latest[sample.name] = sample.value
-            if sample.step is not None and (self.step is None or sample.step >= self.step):
+            shown = list(self.latest).index(sample.name) < MAX_METRICS  # a metric not shown: not its step
+            if shown and sample.step is not None:
                 self.step = sample.step
 
     # -- the line -------------------------------------------------------------------------------------
@@ -124,7 +127,7 @@ class Progress:
     def line(self, width: int = 100, now: float | None = None) -> str:
         """The status line, at most `width` characters (a longer one would wrap, and a wrapped line cannot be
         redrawn in place)."""
-        from .metrics.summary import format_value
+        from .metrics.summary import display_name, format_value
 
         with self._lock:
             elapsed = (time.monotonic() if now is None else now) - self.started
@@ -140,7 +143,7 @@ class Progress:
             parts.append(format_elapsed(elapsed))
             if self.latest:
                 shown = list(self.latest.items())[:MAX_METRICS]
-                values = " ".join(f"{name} {format_value(value)}" for name, value in shown)
+                values = " ".join(f"{display_name(name, 24)} {format_value(value)}" for name, value in shown)
                 parts.append((f"step {self.step} " if self.step is not None else "") + values)
         text = " · ".join(parts)
         return text if len(text) <= width else text[: max(0, width - 1)] + "…"

@@ -57,12 +57,14 @@ class MetricSample:
         return self.replica or "local"
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for `-o json` and the web view; a non-finite value is written as text (`nan`, `inf`),
-        which strict JSON readers accept."""
-        value: float | str = self.value if math.isfinite(self.value) else str(self.value)
+        """Plain data for `-o json`, valid strict JSON: JSON has no NaN or infinity, so `value` is a number or
+        null, and `special` says which value a null stands for (`nan`, `inf`, `-inf`; null beside a number).
+        Never a string among the numbers: a reader that sums `value` fails on text, not on a checked null."""
+        finite = math.isfinite(self.value)
         return {
             "name": self.name,
-            "value": value,
+            "value": self.value if finite else None,
+            "special": None if finite else str(self.value),
             "step": self.step,
             "time": self.time,
             "role": self.role,

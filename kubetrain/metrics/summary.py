@@ -7,6 +7,7 @@ means one thing everywhere. Standard library only.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -90,6 +91,20 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
     return "".join(out)
 
 
+NAME_WIDTH = 40
+"""The most characters of a metric's name a table or the status line shows (csv and json give it whole)."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def display_name(name: str, width: int = NAME_WIDTH) -> str:
+    """A metric's name as one terminal cell: control characters shown escaped (`\\x0a`: a newline would
+    split a row, an escape sequence would reach the terminal), cut to `width` characters with an ellipsis
+    (a long name would widen every row)."""
+    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+    return shown if len(shown) <= width else shown[: max(0, width - 1)] + "…"
+
+
 def format_value(value: float) -> str:
     """A metric value compactly: 4 significant digits, as a person reads a loss or a throughput."""
     if not math.isfinite(value):
@@ -99,4 +114,14 @@ def format_value(value: float) -> str:
     return f"{value:.4g}"
 
 
-__all__ = ["BARS", "NOT_FINITE", "MetricSeries", "format_value", "series", "source_order", "sparkline"]
+__all__ = [
+    "BARS",
+    "NAME_WIDTH",
+    "NOT_FINITE",
+    "MetricSeries",
+    "display_name",
+    "format_value",
+    "series",
+    "source_order",
+    "sparkline",
+]

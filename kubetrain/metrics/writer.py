@@ -119,34 +119,42 @@ def log(step: int | None = None, **values: float) -> None:
     """Record metric values, e.g. `log(step=100, loss=0.31, samples_per_s=812.5)`.
 
     Safe anywhere: with no kubetrain around it does nothing (unless `KUBETRAIN_METRICS_FILE` names a file);
-    it never raises into the training loop. A value that is not a number (a string, a tensor of several
-    elements) is skipped with one warning per metric name; a `step` that is not an integer skips the call
-    with one warning. Numbers of any kind that convert with `float()` are taken (numpy scalars, one-element
-    tensors). Names other than Python identifiers: `log(step=1, **{"train/loss": 0.3})`."""
+    it never raises into the training loop. A value that is not a number (a string, a boolean, a tensor of
+    several elements, an integer too large for a float) or has an empty name is skipped with one warning per
+    metric name, and the call's other values are kept; a `step` that is not an integer (a boolean included)
+    skips the call with one warning. Numbers of any kind that convert with `float()` are taken (numpy scalars,
+    one-element tensors). Names other than Python identifiers: `log(step=1, **{"train/loss": 0.3})`."""
     try:
         sink = _destination()
         if sink is None or not values:
             return
         if step is not None and type(step) is not int:
             try:
+                # A boolean is an int to Python, but `step=True` is a mistake, not step 1 (as a boolean value).
+                if isinstance(step, bool) or type(step).__name__ == "bool_":
+                    raise TypeError
                 step = as_int(step)
             except TypeError:
                 _warn_once("step", f"step={step!r} is not an integer; this call's values are skipped")
                 return
         checked: dict[str, float] = {}
         for name, value in values.items():
+            if not name:
+                # Readers drop a nameless value (nothing could show it), so it is refused here, where it is said.
+                _warn_once("name:", "a metric with an empty name; skipped")
+                continue
             kind = type(value)
-            if kind is float:
-                checked[name] = value
-            elif kind is int:
-                checked[name] = float(value)
-            elif kind is str or kind is bytes or kind is bool:
-                _warn_once(f"value:{name}", f"{name}={value!r} is not a number; skipped")
-            else:
-                try:
+            try:
+                if kind is float:
+                    checked[name] = value
+                elif kind is str or kind is bytes or kind is bool:
+                    _warn_once(f"value:{name}", f"{name}={value!r} is not a number; skipped")
+                else:  # int: float() overflows beyond ±1.8e308; others: numpy scalars, one-element tensors
                     checked[name] = float(value)
-                except (TypeError, ValueError, RuntimeError):
-                    _warn_once(f"value:{name}", f"{name} of type {kind.__name__} is not a number; skipped")
+            except OverflowError:
+                _warn_once(f"value:{name}", f"{name} is an integer too large for a float; skipped")
+            except (TypeError, ValueError, RuntimeError):
+                _warn_once(f"value:{name}", f"{name} of type {kind.__name__} is not a number; skipped")
         if not checked:
             return
         who = sink.who

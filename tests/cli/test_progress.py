@@ -138,6 +138,27 @@ def test_the_line_says_what_is_running_what_waits_and_the_latest_metrics() -> No
     assert len(short) == 30 and short.endswith("…")
 
 
+def test_after_a_restart_the_line_shows_the_step_of_the_values_it_shows() -> None:
+    p = Progress(started=0.0)
+    for step in range(120, 125):
+        p.sample(MetricSample("loss", 1.0 / step, step, float(step), "worker", 0, 0))
+    assert p.line(now=1.0).endswith("step 124 loss 0.008065")
+    p.sample(MetricSample("loss", 2.5, 0, 200.0, "worker", 0, 0))  # the replica restarted: its steps start over
+    assert p.line(now=2.0).endswith("step 0 loss 2.5")
+    for name in ("acc", "lr", "not_shown"):
+        p.sample(MetricSample(name, 0.5, 1, 201.0, "worker", 0, 0))
+    p.sample(MetricSample("not_shown", 0.25, 90, 202.0, "worker", 0, 0))  # beyond MAX_METRICS: not its step
+    assert p.line(now=3.0).endswith("step 1 loss 2.5 acc 0.5 lr 0.5")
+
+
+def test_odd_metric_names_stay_on_the_one_line() -> None:
+    p = Progress(started=0.0)
+    p.sample(MetricSample("a\nb\x1b[2J" + "x" * 100, 1.0, 3, 0.0))
+    line = p.line(width=200, now=1.0)
+    assert "\n" not in line and "\x1b" not in line
+    assert line.endswith("step 3 a\\x0ab\\x1b[2J" + "x" * 10 + "… 1")  # the name cut to 24 characters
+
+
 def test_a_local_back_off_shows_on_the_line_and_elapsed_time_reads_as_a_clock() -> None:
     p = Progress()
     backing_off = JobStatus(

@@ -166,3 +166,26 @@ def test_importing_it_in_a_replica_stays_light() -> None:
         "'kubetrain.jobspec', 'kubetrain.backends', 'kubetrain.metrics.sample') if m in sys.modules))"
     )
     assert script(code).stdout.strip() == "[]"
+
+
+def test_one_bad_value_is_skipped_alone_and_a_nameless_value_or_boolean_step_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    code = "\n".join(
+        [
+            "import kubetrain.metrics as m",
+            "m.log(step=2, neg=-2, big=10**400)",  # float(10**400) overflows: only `big` is lost
+            "m.log(step=3, big=10**400, ok=1.5, **{'': 2.0})",  # `big` again: no second warning
+            "m.log(step=4, **{'': 3.0})",  # the empty name again: no second warning
+            "m.log(step=True, flag_step=1.0)",  # a boolean step, refused as a boolean value is
+            "m.log(step=5, neg=-5)",
+        ]
+    )
+    out = script(code, KUBETRAIN_METRICS_FILE=str(path))
+    warnings = [line for line in out.stderr.splitlines() if "kubetrain.metrics" in line]
+    assert len(warnings) == 3, out.stderr  # big, the empty name, the step: once each
+    assert any("big" in w and "too large" in w for w in warnings)
+    assert any("empty name" in w for w in warnings)
+    assert any("step=True" in w for w in warnings)
+    samples = [s for line in path.read_text().splitlines() for s in parse_file_line(line)]
+    assert [(s.name, s.value, s.step) for s in samples] == [("neg", -2.0, 2), ("ok", 1.5, 3), ("neg", -5.0, 5)]
+    assert all(json.loads(line)["values"] for line in path.read_text().splitlines())  # no nameless record

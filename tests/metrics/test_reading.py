@@ -3,6 +3,7 @@ CLI, the progress line and the web view."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from kubetrain.metrics.reader import MetricFile, follow_files, read_files
 from kubetrain.metrics.sample import MetricSample, parse_file_line, parse_log_line
-from kubetrain.metrics.summary import BARS, NOT_FINITE, format_value, series, sparkline
+from kubetrain.metrics.summary import BARS, NAME_WIDTH, NOT_FINITE, display_name, format_value, series, sparkline
 from kubetrain.metrics.wire import MARKER, format_record
 
 
@@ -118,3 +119,19 @@ def test_a_metrics_file_written_by_os_level_appends_is_readable_while_written(tm
         os.write(fd, record(i, float(i), loss=float(i)).encode())
         assert [s.step for s in reader.read_new()] == [i]
     os.close(fd)
+
+
+def test_json_data_of_a_sample_is_strict_json_with_non_finite_values_named() -> None:
+    values = [0.5, math.nan, math.inf, -math.inf]
+    data = [MetricSample("loss", v, i, float(i)).to_dict() for i, v in enumerate(values)]
+    text = json.dumps(data, allow_nan=False)  # raises on NaN/Infinity: strict JSON, as any parser reads it
+    back = json.loads(text)
+    assert [(d["value"], d["special"]) for d in back] == [(0.5, None), (None, "nan"), (None, "inf"), (None, "-inf")]
+
+
+def test_names_are_shown_on_one_line_and_cut_to_fit() -> None:
+    assert display_name("train/loss") == "train/loss"
+    assert display_name("a b\n<i>\x1b[31mred\r") == "a b\\x0a<i>\\x1b[31mred\\x0d"
+    long = display_name("x" * 200)
+    assert len(long) == NAME_WIDTH and long == "x" * (NAME_WIDTH - 1) + "…"
+    assert display_name("ü" * NAME_WIDTH) == "ü" * NAME_WIDTH  # fits: left whole

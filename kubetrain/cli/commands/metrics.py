@@ -2,8 +2,9 @@
 
 The default view is a table: each metric's latest value, its step, who logged it and a sparkline of its curve
 (per metric: the first rank's; `--per-rank`: a row per rank). `--watch` redraws it as samples arrive, from
-the backend's own follow, until the job ends. `-o csv|json` gives every sample, for scripts;
-`--tensorboard DIR` writes them as TensorBoard event files.
+the backend's own follow, until the job ends; where the output is not a terminal (a pipe, a CI log) it
+prints the table again after each burst of samples instead, at most once a second. `-o csv|json` gives every
+sample, for scripts; `--tensorboard DIR` writes them as TensorBoard event files.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import queue
 import sys
 import threading
@@ -18,10 +20,11 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
+from ...contract.errors import EXIT_INTERRUPTED
 from ...metrics.sample import MetricSample
-from ...metrics.summary import format_value, series, sparkline
+from ...metrics.summary import display_name, format_value, series, sparkline
 from ..options import add_backend, add_output, open_backend_for
-from ..output import say
+from ..output import plural, say
 
 EPILOG = """\
 examples:
@@ -30,18 +33,35 @@ examples:
   kubetrain metrics 3f2a --per-rank -o csv > metrics.csv
   kubetrain metrics 3f2a --tensorboard runs/3f2a && tensorboard --logdir runs
 
+--watch on a terminal redraws the table in place; piped (not a terminal) it prints the whole table again
+after each burst of new samples, at most once a second. Ctrl-C prints the latest table and exits 130.
+
+-o json: JSON has no NaN or infinity, so a non-finite value is "value": null with "special": "nan", "inf"
+or "-inf" ("special" is null beside a number). -o csv writes them as nan, inf, -inf.
+
+--tensorboard DIR: a run folder per rank, each with one event file that exporting again replaces (no
+duplicated points); values beyond float32 are written as +-inf, as TensorFlow does.
+
 In a training script: import kubetrain.metrics; kubetrain.metrics.log(step=step, loss=loss, samples_per_s=rate)"""
 
 SPARK_WIDTH = 24
 REDRAW_EVERY = 0.1
-"""Seconds `--watch` gathers arriving samples before it redraws (a burst is drawn once)."""
+"""Seconds `--watch` gathers arriving samples before it redraws on a terminal (a burst is drawn once)."""
+REPRINT_EVERY = 1.0
+"""Seconds between tables `--watch` prints when not on a terminal: a log gets a table per burst, not per
+sample."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("job", metavar="ID", help="job id (locally, an unambiguous prefix will do)")
-    p.add_argument("-w", "--watch", action="store_true", help="redraw as samples arrive, until the job ends")
+    p.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="redraw as samples arrive, until the job ends (not on a terminal: the table again per burst)",
+    )
     p.add_argument("--per-rank", action="store_true", help="a row per metric and rank (default: the first rank's)")
     p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files under DIR (a run per rank)")
     add_output(p, ["table", "csv", "json"], "table")
@@ -56,10 +76,14 @@ def run(args: argparse.Namespace) -> int:
     if args.tensorboard:
         from ...metrics.tensorboard import export
 
-        files = export(samples, args.tensorboard)
+        if not samples:
+            say(f"kubetrain: job {args.job} has logged no metrics: nothing to export, {args.tensorboard} left as is")
+            return 0
+        files = export(samples, args.tensorboard)  # an ExportError is `error: <path>: <cause>`, exit 1
         say(
-            f"kubetrain: {len(samples)} samples in {len(files)} run{'s' if len(files) != 1 else ''} under "
-            f"{args.tensorboard} (tensorboard --logdir {args.tensorboard})"
+            f"kubetrain: {plural(len(samples), 'sample')} in {plural(len(files), 'run')} under "
+            f"{args.tensorboard}, replacing any earlier export of those runs (tensorboard --logdir "
+            f"{args.tensorboard})"
         )
         return 0
     if args.output == "csv":
@@ -78,13 +102,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def table(samples: Iterable[MetricSample], per_rank: bool = False) -> str:
-    """The latest value of each metric (of each rank with `per_rank`) and its sparkline."""
+    """The latest value of each metric (of each rank with `per_rank`) and its sparkline; names escaped and cut
+    to fit (`display_name`): csv and json give them whole."""
     rows = [("METRIC", "LATEST", "STEP", "SOURCE", "SAMPLES", "CURVE")]
     for one in series(samples, per_source=per_rank):
         last = one.latest
         rows.append(
             (
-                one.name,
+                display_name(one.name),
                 format_value(last.value),
                 "" if last.step is None else str(last.step),
                 one.source,
@@ -116,44 +141,63 @@ def write_csv(samples: Iterable[MetricSample], out: TextIO) -> None:
         )
 
 
-def _batches(samples: Iterator[MetricSample]) -> Iterator[list[MetricSample]]:
-    """Samples in batches as they arrive, at most one batch per `REDRAW_EVERY` seconds (a burst is drawn once,
-    a lone sample at once)."""
-    arrived: queue.Queue[MetricSample | None] = queue.Queue()
-    failed: list[Exception] = []
+class _Arrivals:
+    """The samples a follow yields, gathered by a thread of their own, so the command's thread can draw a
+    burst at once and, on Ctrl-C, take what arrived but was not drawn yet."""
 
-    def pump() -> None:
+    def __init__(self, samples: Iterator[MetricSample]) -> None:
+        self.queue: queue.Queue[MetricSample | None] = queue.Queue()
+        self.failed: list[Exception] = []
+        self.ended = False
+        threading.Thread(target=self._pump, args=(samples,), name="kubetrain-metrics", daemon=True).start()
+
+    def _pump(self, samples: Iterator[MetricSample]) -> None:
         try:
             for s in samples:
-                arrived.put(s)
-        except Exception as exc:  # raised again below, in the command's own thread
-            failed.append(exc)
+                self.queue.put(s)
+        except Exception as exc:  # raised again in the command's own thread, by `batches`
+            self.failed.append(exc)
         finally:
-            arrived.put(None)
+            self.queue.put(None)
 
-    threading.Thread(target=pump, name="kubetrain-metrics", daemon=True).start()
-    last = 0.0
-    while True:
-        item = arrived.get()
-        batch: list[MetricSample] = []
-        while item is not None:
-            batch.append(item)
-            left = last + REDRAW_EVERY - time.monotonic()
+    def batches(self, every: float) -> Iterator[list[MetricSample]]:
+        """Samples in batches as they arrive, at most one batch per `every` seconds (a burst is drawn once, a
+        lone sample at once)."""
+        last = -math.inf
+        while not self.ended:
+            item = self.queue.get()
+            batch: list[MetricSample] = []
+            while item is not None:
+                batch.append(item)
+                left = last + every - time.monotonic()
+                try:
+                    item = self.queue.get(timeout=left) if left > 0 else self.queue.get_nowait()
+                except queue.Empty:
+                    break
+            if item is None:
+                self.ended = True
+            if batch:
+                yield batch
+                last = time.monotonic()
+        if self.failed:
+            raise self.failed[0]
+
+    def pending(self) -> list[MetricSample]:
+        """What arrived and was not taken yet."""
+        out: list[MetricSample] = []
+        while True:
             try:
-                item = arrived.get(timeout=left) if left > 0 else arrived.get_nowait()
+                item = self.queue.get_nowait()
             except queue.Empty:
-                break
-        if batch:
-            yield batch
-            last = time.monotonic()
-        if item is None:
-            if failed:
-                raise failed[0]
-            return
+                return out
+            if item is not None:
+                out.append(item)
 
 
 def watch(samples: Iterator[MetricSample], per_rank: bool, out: TextIO) -> int:
-    """The table, redrawn in place on a terminal as samples arrive; elsewhere printed once, at the job's end."""
+    """The table as samples arrive: redrawn in place on a terminal; elsewhere printed again after each burst
+    (at most once per `REPRINT_EVERY`), so a pipe or a log shows progress while the job runs. Ctrl-C shows
+    the latest table (what arrived included) and returns 130."""
     tty = out.isatty()
     seen: list[MetricSample] = []
     drawn = 0
@@ -161,17 +205,27 @@ def watch(samples: Iterator[MetricSample], per_rank: bool, out: TextIO) -> int:
         out.write("waiting for metrics (Ctrl-C to stop)\n")
         out.flush()
         drawn = 1
+
+    def show() -> None:
+        nonlocal drawn
+        text = table(seen, per_rank) if seen else "no metrics"
+        if tty:
+            # Back to the first line drawn, clear to the end of the screen, draw again.
+            out.write(f"\x1b[{drawn}F\x1b[J{text}\n")
+            drawn = text.count("\n") + 1
+        else:
+            out.write(text + "\n\n")
+        out.flush()
+
+    arrivals = _Arrivals(samples)
     try:
-        for batch in _batches(samples):
+        for batch in arrivals.batches(REDRAW_EVERY if tty else REPRINT_EVERY):
             seen += batch
-            if tty:
-                text = table(seen, per_rank)
-                # Back to the first line drawn, clear to the end of the screen, draw again.
-                out.write(f"\x1b[{drawn}F\x1b[J{text}\n")
-                out.flush()
-                drawn = text.count("\n") + 1
+            show()
     except KeyboardInterrupt:
-        return 130
-    if not tty:
-        out.write((table(seen, per_rank) if seen else "no metrics") + "\n")
+        seen += arrivals.pending()
+        show()
+        return EXIT_INTERRUPTED
+    if not seen:
+        show()
     return 0
