@@ -7,15 +7,18 @@ Every job verb takes `--backend local|kubernetes` (alias `k8s`) with kubectl's `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_FLAVOR, FLAVORS
+from ..contract.errors import KubetrainError
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
+    from ..foreign.base import Conversion
     from ..jobspec import TrainJob
 
 
@@ -113,13 +116,34 @@ def backend_flags(args: argparse.Namespace) -> str:
 def load_job_file(path: str, overrides: Sequence[str] = ()) -> TrainJob:
     """The job in `path`: a TrainJob, or a foreign kind (DeepSpeedJob, TrainingWorkload, Kubeflow job, ...)
     converted, with a warning line on stderr for each of its fields approximated or not taken."""
+    return load_job_source(path, overrides)[0]
+
+
+def load_job_source(path: str, overrides: Sequence[str] = ()) -> tuple[TrainJob, Conversion | None]:
+    """`load_job_file`, with the Conversion of a foreign kind (None for a TrainJob), for `errors_at_source`."""
     from ..foreign.loader import load_job_file as load
 
     job, conversion = load(path, overrides=overrides)
     if conversion is not None:
         for line in conversion.warnings():
             print(f"warning: {line}", file=sys.stderr)
-    return job
+    return job, conversion
+
+
+@contextlib.contextmanager
+def errors_at_source(conversion: Conversion | None) -> Iterator[None]:
+    """Field-pathed errors raised inside (a render's refusal, the local backend's) pointed at the foreign file's
+    own fields and lines: the user wrote `spec.config.run` on line 6, not the TrainJob's `spec.run`."""
+    try:
+        yield
+    except KubetrainError as exc:
+        from ..jobspec.errors import FieldError
+
+        errors = getattr(exc, "errors", None)
+        if conversion is None or not isinstance(errors, list) or not all(isinstance(e, FieldError) for e in errors):
+            raise
+        located = type(exc)(conversion.to_source(errors))  # SpecError and LocalRefusal take their errors
+        raise located from None
 
 
 __all__ = [
@@ -132,7 +156,9 @@ __all__ = [
     "add_raw",
     "backend_flags",
     "backend_of",
+    "errors_at_source",
     "load_job_file",
+    "load_job_source",
     "non_negative",
     "open_backend_for",
 ]

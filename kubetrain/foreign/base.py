@@ -11,7 +11,7 @@ Layer: imports `jobspec`, `frameworks` and `contract`; never a backend or the CL
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -54,8 +54,14 @@ class FieldNote:
         if self.verdict == "refused":
             return f"{where}{self.source}: refused: {self.reason}"
         if self.verdict == "approximated":
-            return f"{where}{self.source}: approximated as {self.target}: {self.reason}"
+            return f"{where}{self.source}: approximated{self.as_target}: {self.reason}"
         return f"{where}{self.source} → {self.target}"
+
+    @property
+    def as_target(self) -> str:
+        """` as <target>` for an approximated note, empty when the field went nowhere of its own (kubetrain
+        does it its way): the reason then says how."""
+        return f" as {self.target}" if self.target else ""
 
 
 def dotted(path: Path) -> str:
@@ -84,6 +90,8 @@ class SourceWalker:
         self._lines = lines
         self._consumed: set[Path] = set()
         self._notes: list[FieldNote] = []
+        self.errors: list[FieldError] = []
+        """Values the converter found invalid (`invalid`), raised together after it."""
 
     # -- reading -----------------------------------------------------------------------------------------
 
@@ -148,6 +156,24 @@ class SourceWalker:
         if self._lookup(key) is _MISSING:
             return
         self._consume(key, "refused", None, reason)
+
+    def invalid(
+        self, path: str | Path, message: str, *, choices: tuple[str, ...] = (), hint: str | None = None
+    ) -> None:
+        """Record an error for the value at `path`, one kubetrain cannot honour as written (a wrong type, a value
+        not among `choices`), with its line and a did-you-mean among `choices`; the conversion raises them all
+        (`errors`) once the converter is done. A value the source system itself would reject is an error, never a
+        note: the job would not mean what its file says."""
+        key = parse_path(path)
+        value = self.get(key)
+        if hint is None and choices:
+            guess = did_you_mean(str(value), choices)
+            one_of = f"one of: {', '.join(choices)}"
+            hint = f"did you mean '{guess}'? ({one_of})" if guess else one_of
+        self.errors.append(
+            FieldError(key, message, value, True, hint, file=self.file(key) or None, line=self.line(key))
+        )
+        self._consumed.add(key)  # said as an error: not a leftover too
 
     def consumed(self, path: str | Path) -> bool:
         """Whether `path` (or an ancestor) has been consumed."""
@@ -288,7 +314,11 @@ def unknown_fields(doc: Any, tree: FieldTree, *, lines: Located | None = None, k
 
 def _check(node: Any, tree: FieldTree, path: Path, errors: list[FieldError], kind: str) -> None:
     if tree is None:
-        return
+        if not _is_pod_template(node, path):
+            return
+        tree = _pod_template_tree()
+        if tree is None:
+            return
     if isinstance(node, list):
         for i, item in enumerate(node):
             _check(item, tree, (*path, i), errors, kind)
@@ -308,6 +338,23 @@ def _check(node: Any, tree: FieldTree, path: Path, errors: list[FieldError], kin
             where = f"a {kind}" if kind else "this object"
             hint = f"did you mean {guess!r}?" if guess else f"{where} takes: {', '.join(sorted(known))}"
             errors.append(FieldError((*path, key), f"is not a field of {where}", hint=hint))
+
+
+def _is_pod_template(node: Any, path: Path) -> bool:
+    """An unchecked `template` shaped as a PodTemplateSpec (metadata and a spec with containers): the pod template
+    of a Kubeflow replica spec, a Volcano task, a JobSet's Job. Its typos are checked here, against the API's own
+    fields, because once converted the pod template only meets the TrainJob model, whose error would name the
+    TrainJob's path, not the line the user wrote."""
+    if not path or path[-1] != "template" or not isinstance(node, Mapping) or not set(node) <= {"metadata", "spec"}:
+        return False
+    spec = node.get("spec")
+    return isinstance(spec, Mapping) and "containers" in spec
+
+
+def _pod_template_tree() -> FieldTree:
+    from .pod_template import pod_template_fields  # imports this module: imported on use
+
+    return pod_template_fields()
 
 
 # -- a conversion -------------------------------------------------------------------------------------
@@ -343,10 +390,15 @@ class Conversion:
             file = f"{note.file}:" if note.file else where
             at = f"{file}{note.line}: " if note.line and file else f"line {note.line}: " if note.line else ""
             if note.verdict == "approximated":
-                out.append(f"{at}{self.kind} {note.source}: approximated as {note.target}: {note.reason}")
+                out.append(f"{at}{self.kind} {note.source}: approximated{note.as_target}: {note.reason}")
             elif note.verdict == "refused":
                 out.append(f"{at}{self.kind} {note.source}: ignored: {note.reason}")
         return out
+
+    def to_source(self, errors: Sequence[FieldError]) -> list[FieldError]:
+        """Errors about the converted job (a backend's refusal, a local check), which name TrainJob paths, pointed
+        at the source fields they came from, with their lines; the TrainJob path stays in parentheses."""
+        return [_to_source(e, self.notes, self.file, self.kind, self.data) for e in errors]
 
     def sources_of(self) -> dict[str, list[str]]:
         """TrainJob path → the source paths that went there (for comments naming the source of each value)."""
@@ -413,6 +465,8 @@ def run_conversion(
     walker = SourceWalker(copy.deepcopy(dict(data)), lines=located)
     result = kind.convert(walker.doc, walker)
     notes = walker.notes()
+    if walker.errors:
+        raise SpecError([_in_file(e, file) for e in walker.errors])
     api_version = str(data.get("apiVersion", ""))
     if strict:
         refused = [n for n in notes if n.verdict == "refused"]
@@ -447,29 +501,92 @@ def validate_converted(
     try:
         return from_dict(data, base_dir=base_dir or ".")
     except SpecError as exc:
-        raise SpecError([_to_source(e, notes, file, kind) for e in exc.errors]) from None
+        raise SpecError([_to_source(e, notes, file, kind, data) for e in exc.errors]) from None
 
 
-def _to_source(error: FieldError, notes: list[FieldNote], file: str | None, kind: str) -> FieldError:
+def _to_source(
+    error: FieldError, notes: list[FieldNote], file: str | None, kind: str, data: Mapping[str, Any] | None = None
+) -> FieldError:
+    """`error`, which names a TrainJob path, pointed at the source field it came from and its line (the TrainJob
+    path kept in parentheses); as it was, in `file`, when no source field went there."""
+    if error.line is not None and error.file is not None:
+        return error  # already located (an error raised while converting names its source)
     target = dotted(error.path)
-    note = _note_for(target, notes)
-    if note is None:
+    found = _source_for(error.path, notes, data or {})
+    if found is None:
         return _in_file(error, file)
-    hint = error.hint
+    source, line, note_file = found
     message = f"{error.message} (as TrainJob {target})"
-    return FieldError(parse_path(note.source), message, error.value, error.has_value, hint, file=file, line=note.line)
+    return FieldError(source, message, error.value, error.has_value, error.hint, file=note_file or file, line=line)
 
 
-def _note_for(target: str, notes: list[FieldNote]) -> FieldNote | None:
-    """The note whose target is `target` or its nearest ancestor."""
-    best: FieldNote | None = None
+def _source_for(
+    path: Path, notes: list[FieldNote], data: Mapping[str, Any]
+) -> tuple[Path, int | None, str | None] | None:
+    """The source path, line and file of the TrainJob field at `path`: the note whose target is `path` or its
+    nearest ancestor; when the fields that went BELOW `path` say more (a rule over several fields: `spec.run`
+    with two run forms), the part of the source they share, at the first one's line."""
+    targets = _concrete_targets(notes, path, data)
+    covering = [(t, n) for t, n in targets if t == path[: len(t)]]
+    below = [n for t, n in targets if len(t) > len(path) and t[: len(path)] == path]
+    best = max(covering, key=lambda tn: len(tn[0]), default=None)
+    if best is not None and (len(best[0]) == len(path) or not below):
+        note = best[1]
+        return parse_path(note.source), note.line, note.file
+    if not below:
+        return None
+    sources = [parse_path(n.source) for n in below]
+    shared = sources[0]
+    for other in sources[1:]:
+        shared = _shared_prefix(shared, other)
+    if not shared:
+        return None
+    first = min(below, key=lambda n: n.line or 0)
+    return shared, first.line, first.file
+
+
+def _shared_prefix(a: Path, b: Path) -> Path:
+    end = 0
+    while end < min(len(a), len(b)) and a[end] == b[end]:
+        end += 1
+    return a[:end]
+
+
+def _concrete_targets(notes: list[FieldNote], path: Path, data: Mapping[str, Any]) -> list[tuple[Path, FieldNote]]:
+    """Each note's target as a path. A target `spec.mounts[].bucket` (an item the converter appended) is taken
+    at the index `path` names, for the notes of one source item only when the converted item holds every key
+    they went to: which source the third mount came from is read from the mount itself."""
+    out: list[tuple[Path, FieldNote]] = []
+    groups: dict[tuple[str, Path], list[tuple[str, FieldNote]]] = {}
     for note in notes:
-        if note.target is None:
+        if not note.target:
             continue
-        covers = target == note.target or target.startswith((note.target + ".", note.target + "["))
-        if covers and (best is None or len(note.target) > len(best.target or "")):
-            best = note
-    return best
+        if "[]" not in note.target:
+            out.append((parse_path(note.target), note))
+            continue
+        prefix, _, rest = note.target.partition("[]")
+        groups.setdefault((prefix, parse_path(note.source)[:-1]), []).append((rest, note))
+    for (prefix, _), members in groups.items():
+        at = parse_path(prefix)
+        index = path[len(at)] if len(path) > len(at) and path[: len(at)] == at else None
+        if not isinstance(index, int):
+            continue
+        items = _lookup_path(data, at)
+        item = items[index] if isinstance(items, list) and -len(items) <= index < len(items) else None
+        keys = [parse_path(rest.lstrip("."))[:1] for rest, _ in members]
+        if not isinstance(item, Mapping) or not all(k and k[0] in item for k in keys):
+            continue
+        out += [((*at, index, *parse_path(rest.lstrip("."))), note) for rest, note in members]
+    return out
+
+
+def _lookup_path(node: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and -len(node) <= part < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def _in_file(error: FieldError, file: str | None) -> FieldError:

@@ -98,19 +98,26 @@ def _config(w: SourceWalker, spec: dict[str, Any]) -> None:
             )
             run["otherArgs"] = [*run.get("otherArgs", []), "--autotuning", str(autotune)]
         elif autotune is not None:
-            w.refuse("spec.config.autotune", f"{autotune!r} is not an autotune mode (none, tune, run)")
+            w.invalid("spec.config.autotune", "is not a DeepSpeedJob autotune mode", choices=_AUTOTUNE)
     if run:
         spec["run"] = run
 
 
 def _run_mode(w: SourceWalker, spec: dict[str, Any]) -> None:
     debug, pause = w.get("spec.runMode.debug.enable"), w.get("spec.runMode.pause.enable")
+    for name, value in (("debug", debug), ("pause", pause)):
+        if value is not None and not isinstance(value, bool):  # "true" is text: the API server rejects it
+            w.invalid(
+                f"spec.runMode.{name}.enable",
+                "must be a boolean (true or false)",
+                hint="write enable: true, unquoted (YAML 1.2: yes/on are text, not booleans)",
+            )
     w.take("spec.runMode.immediate", "spec.runMode")
     if debug is True:
         spec["runMode"] = "Debug"
         w.take("spec.runMode.debug.enable", "spec.runMode")
     elif debug is not None:
-        w.take("spec.runMode.debug.enable", "spec.runMode")
+        w.take("spec.runMode.debug.enable")  # false: read, and nothing set from it (no comment claims it)
     if pause is True:
         if spec.get("runMode") == "Debug":
             w.refuse("spec.runMode.pause.enable", "debug is enabled too: kubetrain runs in one mode (Debug kept)")
@@ -118,7 +125,7 @@ def _run_mode(w: SourceWalker, spec: dict[str, Any]) -> None:
             spec["runMode"] = "Pause"
             w.take("spec.runMode.pause.enable", "spec.runMode")
     elif pause is not None:
-        w.take("spec.runMode.pause.enable", "spec.runMode")
+        w.take("spec.runMode.pause.enable")
     w.refuse(
         "spec.runMode.debug.replicaSpecs",
         "kubetrain's Debug mode holds every replica's program the same way (`kubetrain attach` runs it by hand); "
@@ -144,15 +151,25 @@ def _policies(w: SourceWalker, spec: dict[str, Any]) -> None:
         spec["scheduling"] = scheduling
 
     policy: dict[str, Any] = {}
+    if w.get("spec.worker.restartPolicy") == "Never" and w.get("spec.runPolicy.backoffLimit"):
+        # What the DeepSpeedJob means (and a Kubeflow job's Never replicas with a backoffLimit): no worker is
+        # restarted, so there is nothing for the limit to count. kubetrain refuses the pair in a TrainJob, where
+        # it reads as a contradiction; here it is converted as meant.
+        w.approx(
+            "spec.runPolicy.backoffLimit",
+            None,
+            "worker.restartPolicy is Never: no worker is restarted, so the limit has no restart to count and is "
+            "left out (the first failed worker fails the job, as in the DeepSpeedJob)",
+        )
     for name in ("activeDeadlineSeconds", "backoffLimit"):
-        if w.has(f"spec.runPolicy.{name}"):
+        if w.has(f"spec.runPolicy.{name}") and not w.consumed(f"spec.runPolicy.{name}"):
             policy[name] = w.take(f"spec.runPolicy.{name}", f"spec.runPolicy.{name}")
     clean = w.get("spec.runPolicy.cleanUpPolicy")
     if clean in _CLEAN_UP:
         policy["cleanPodPolicy"] = _CLEAN_UP[clean]
         w.take("spec.runPolicy.cleanUpPolicy", "spec.runPolicy.cleanPodPolicy")
     elif clean is not None:
-        w.refuse("spec.runPolicy.cleanUpPolicy", f"{clean!r} is not a cleanUpPolicy (All, Unfinished, None)")
+        w.invalid("spec.runPolicy.cleanUpPolicy", "is not a DeepSpeedJob cleanUpPolicy", choices=tuple(_CLEAN_UP))
     if policy:
         spec["runPolicy"] = policy
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..jobspec.errors import Path
+from ..jobspec.pod_template import MAIN_CONTAINER_NAMES
 from .base import ANY_KEY, FieldTree, SourceWalker, parse_path
 
 JOB_LEVEL_KEYS = ("scheduling", "serviceAccount", "tty", "stdin")
@@ -163,12 +164,13 @@ def _container(walker: SourceWalker, c: Path, role_target: str, out: dict[str, A
             walker.take(args_path, f"{role_target}.run.exec")
         out["run"] = {"exec": [*command, *(args or [])]}
     elif args is not None:
-        walker.approx(
+        # Args alone go to the image's entrypoint, which is in the image, not the file: kubetrain cannot run
+        # them locally nor render them faithfully behind its start-up script, so it asks for the command.
+        walker.invalid(
             args_path,
-            f"{role_target}.run.exec",
-            "args without a command run after the image's entrypoint; kubetrain runs them as the program itself",
+            "args without a command go to the image's entrypoint, which kubetrain cannot know",
+            hint="add the container's command: the image's entrypoint, e.g. command: [python, /app/train.py]",
         )
-        out["run"] = {"exec": list(args)}
 
     res = (*c, "resources")
     for kind in ("requests", "limits"):
@@ -340,30 +342,49 @@ def _remainder(
     rest = _rest(walker, walker.get(base), base, skip=name_path)
     target = f"{role_target}.podTemplate"
     if rest is _GONE:
-        if name_path is not None and walker.has(name_path):
-            walker.take(name_path, None)  # kubetrain names its container itself
+        _note_main_name(walker, name_path, None)
         return None
     assert isinstance(rest, dict)
     spec = rest.get("spec")
     items = walker.get(containers)
     if main is not None and isinstance(items, list):
         main_rest = _rest(walker, items[main], (*containers, main), skip=name_path)
-        out_containers = [] if main_rest is _GONE else [{"name": items[main].get("name"), **main_rest}]
-        for i, item in enumerate(items):
-            if i != main:
-                part = _rest(walker, item, (*containers, i), skip=None)
-                if part is not _GONE:
-                    out_containers.append(part)
+        others = [
+            part
+            for i, item in enumerate(items)
+            if i != main and (part := _rest(walker, item, (*containers, i), skip=None)) is not _GONE
+        ]
+        # The main container stays first whenever anything of the template's containers is carried, even when
+        # nothing of its own is left: the first container of a podTemplate is the one kubetrain's container is
+        # merged into, so leaving it out would merge kubetrain's container into a sidecar and lose the sidecar.
+        keep_main = main_rest is not _GONE or bool(others)
+        main_part = {"name": items[main].get("name"), **(main_rest if main_rest is not _GONE else {})}
+        out_containers = [main_part, *others] if keep_main else []
         if isinstance(spec, dict):
             if out_containers:
                 spec["containers"] = out_containers
             else:
                 spec.pop("containers", None)
-        if main_rest is _GONE and name_path is not None and walker.has(name_path):
-            walker.take(name_path, None)
+        _note_main_name(walker, name_path, target if keep_main else None)
     for leftover in walker.leftovers(base):
         walker.take(leftover, target)
     return rest
+
+
+def _note_main_name(walker: SourceWalker, name_path: Path | None, target: str | None) -> None:
+    """The main container's name: kubetrain names the container it renders itself (`main`, or the training
+    operator's name with the kubeflow flavor), so a name that is not one of those is approximated, said so."""
+    if name_path is None or not walker.has(name_path) or walker.consumed(name_path):
+        return
+    if walker.get(name_path) in MAIN_CONTAINER_NAMES:
+        walker.take(name_path, target)
+    else:
+        walker.approx(
+            name_path,
+            target,
+            "kubetrain names the container it renders itself: `main`, or the training operator's name "
+            f"({', '.join(n for n in MAIN_CONTAINER_NAMES if n != 'main')}) with the kubeflow flavor",
+        )
 
 
 def _rest(walker: SourceWalker, node: Any, path: Path, *, skip: Path | None) -> Any:

@@ -85,6 +85,14 @@ def convert(
 def _unknown(data: Mapping[str, Any], file: str | None, located: Located | None) -> FieldError:
     line = located.line_of(("apiVersion",))[1] if located is not None else None
     name: ForeignName | None = foreign_name_of(data)
+    if data.get("apiVersion") == "kubetrain.dev/v1alpha1" and data.get("kind") == "TrainJob":
+        return FieldError(
+            ("kind",),
+            "is a TrainJob already: it needs no conversion",
+            hint="load it as it is: kubetrain.load(path), or kubetrain.jobspec.from_dict(doc)",
+            file=file,
+            line=line,
+        )
     if name is None:
         known = ", ".join(f"{n.kind} ({'|'.join(n.api_versions)})" for n in FOREIGN_NAMES)
         return FieldError(

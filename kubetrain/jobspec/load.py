@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from ..contract import env_names
 from .convert import convert_validation_error
-from .errors import FieldError, Path, SpecError
-from .foreign_names import foreign_lookalike, foreign_name_of
+from .errors import FieldError, Path, SpecError, did_you_mean
+from .foreign_names import FOREIGN_NAMES, foreign_lookalike, foreign_name_of
 from .model import API_VERSION, KIND, TrainJob
 from .mounts import parse_mount_string
 from .yaml_source import NO_LOCATION, Located, parse_scalar, parse_yaml
@@ -374,19 +374,34 @@ def _foreign_problem(data: dict[str, Any]) -> FieldError | None:
     return FieldError(
         ("spec", fields[0]),
         f"this looks like a {kind.kind} ({shown} are {kind.kind} fields), not a TrainJob",
-        hint=f"write apiVersion: {kind.api_versions[0]} and kind: {kind.kind} to run it as is, "
-        "or `kubetrain convert FILE` for its TrainJob",
+        hint=f"fix the header first: write apiVersion: {kind.api_versions[0]} and kind: {kind.kind}; then kubetrain "
+        "runs it as is, and `kubetrain convert FILE` prints its TrainJob",
     )
 
 
 def _header_problems(data: dict[str, Any]) -> list[FieldError]:
-    problems = []
     api, kind = data.get("apiVersion"), data.get("kind")
-    if api is not None and api != "kubetrain.dev/v1alpha1":
-        problems.append(FieldError(("apiVersion",), "must be kubetrain.dev/v1alpha1", api, True))
-    if kind is not None and kind != "TrainJob":
-        problems.append(FieldError(("kind",), "must be TrainJob", kind, True))
-    return problems
+    if api in (None, API_VERSION) and kind in (None, KIND):
+        return []
+    if api in (None, API_VERSION):  # kubetrain's apiVersion, another kind: most likely a typo of TrainJob
+        guess = did_you_mean(str(kind), [KIND])
+        hint = f"did you mean {guess!r}?" if guess else _KINDS_READ
+        return [FieldError(("kind",), "must be TrainJob", kind, True, hint=hint)]
+    if kind in (None, KIND):  # another system's TrainJob (Kubeflow Trainer's), or a typo in kubetrain's apiVersion
+        what = f": {api} {kind} is not a kind kubetrain reads" if kind else ""
+        return [FieldError(("apiVersion",), f"must be {API_VERSION}{what}", api, True, hint=_KINDS_READ)]
+    # another system's object (a Deployment, a kind kubetrain does not read): say what kubetrain reads
+    names = {n.kind: n for n in FOREIGN_NAMES}
+    guess = did_you_mean(str(kind), names)
+    hint = _KINDS_READ
+    if guess is not None and guess != kind:
+        hint = f"did you mean kind: {guess} ({names[guess].api_versions[0]})? {hint}"
+    return [FieldError(("kind",), f"not a kind kubetrain reads: {api} {kind}", hint=hint)]
+
+
+_KINDS_READ = f"kubetrain reads {KIND} ({API_VERSION}) and: " + ", ".join(
+    f"{n.kind} ({'|'.join(n.api_versions)})" for n in FOREIGN_NAMES
+)
 
 
 def _locate(doc: Located, error: FieldError) -> FieldError:

@@ -68,7 +68,8 @@ def test_a_typo_in_a_foreign_file_is_one_line_with_the_kinds_names(tmp_path: Pat
     path.write_text((FOREIGN / "deepspeedjob.yaml").read_text().replace("slotsPerWorker", "slotPerWorker"))
     done = cli("validate", path)
     assert done.returncode == 2
-    assert f"{path}:17: spec.config.slotPerWorker: is not a field of a DeepSpeedJob" in done.stderr
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "slotPerWorker" in text)
+    assert f"{path}:{line}: spec.config.slotPerWorker: is not a field of a DeepSpeedJob" in done.stderr
     assert "did you mean 'slotsPerWorker'?" in done.stderr
 
 

@@ -90,7 +90,14 @@ EXAMPLES_EXPECTED: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
     "xgboostjob.yaml": (
         "pytorch",
         {"master": 1, "worker": 2},
-        {"exec": ["--job_type=Train", "--xgboost_parameter=objective:multi:softprob,num_class:3", "--n_estimators=10"]},
+        {
+            "python": [
+                "xgboost_dist.py",
+                "--job_type=Train",
+                "--xgboost_parameter=objective:multi:softprob,num_class:3",
+                "--n_estimators=10",
+            ]
+        },
     ),
     "paddlejob.yaml": ("generic", {"worker": 2}, {"module": ["paddle.distributed.launch", "run_check"]}),
     "jaxjob.yaml": ("jax", {"worker": 2}, {"python": ["../jax-env/print_env.py"]}),
@@ -349,6 +356,9 @@ PADDLE_SINK = """\
                 "spec.mpiImplementation",
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].command",
                 "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].command",
+                # kubetrain names the container it renders itself
+                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name",
+                "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].name",
             },
             {"spec.sshAuthMountPath", "spec.launcherCreationPolicy", "spec.runLauncherAsWorker"},
         ),
@@ -359,13 +369,21 @@ PADDLE_SINK = """\
                 "spec.mainContainer": None,
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]": "spec.roles.launcher.podTemplate",
             },
-            {"spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].command"},
+            {
+                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].command",
+                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].name",
+                "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].name",
+            },
             set(),
         ),
         (
             PADDLE_SINK,
             {"spec.paddleReplicaSpecs.Worker.replicas": "spec.roles.worker.replicas"},
-            {"kind"},
+            {
+                "kind",
+                "spec.paddleReplicaSpecs.Master.template.spec.containers[0].name",
+                "spec.paddleReplicaSpecs.Worker.template.spec.containers[0].name",
+            },
             {"spec.elasticPolicy"},
         ),
     ],
@@ -470,6 +488,17 @@ def test_the_mpijob_runs_here_through_mpirun() -> None:
     lines = log_lines(status.job_id)["launcher-0"]
     assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *lines])
     assert [line for line in lines if line.startswith("allreduce-sum")] == ["allreduce-sum 1"] * 2
+
+
+def test_the_xgboostjob_runs_here_with_the_operators_env_contract() -> None:
+    """The shipped XGBoostJob runs as written: master and workers join one world from MASTER_ADDR/RANK."""
+    job, _ = load_job_file(FOREIGN / "xgboostjob.yaml")
+    status = run_job(job, FOREIGN)
+    logs = log_lines(status.job_id)
+    assert status.phase is JobPhase.SUCCEEDED, "\n".join([status.summary_line(), *logs.get("master-0", [])])
+    replicas = sorted(line.split()[1:3] for lines in logs.values() for line in lines if "xgboost-replica" in line)
+    assert replicas == [["0", "3"], ["1", "3"], ["2", "3"]], logs
+    assert all("agreed=True" in line for lines in logs.values() for line in lines if "xgboost-replica" in line)
 
 
 def test_the_jaxjob_runs_here_with_the_jax_contract() -> None:

@@ -16,7 +16,13 @@ def run(args: argparse.Namespace) -> int:
 
     from ...jobspec.schema import explain as explain_field
 
-    if args.field.endswith((".yaml", ".yml")) and Path(args.field).is_file():
+    if _looks_like_a_file(args.field):
+        if not Path(args.field).is_file():
+            from ...contract.errors import UsageError
+
+            raise UsageError(
+                f"{args.field}: no such file (explain takes a field path such as spec.resources.gpu, or a job file)"
+            )
         return _explain_file(args.field)
     doc = explain_field(args.field)
     lines = [f"FIELD:    {doc.path} <{doc.type}>"]
@@ -33,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
                 lines.append(f"    {' ' * width}    {text}")
     print("\n".join(lines))
     return 0
+
+
+def _looks_like_a_file(text: str) -> bool:
+    """A file name, not a field path: field paths have no `/` and never end in a YAML or JSON suffix."""
+    return text.endswith((".yaml", ".yml", ".json")) or ("/" in text and '"' not in text)
 
 
 def _explain_file(path: str) -> int:

@@ -19,10 +19,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...backends.kubernetes.render import dump, render_job
-    from ..options import load_job_file
+    from ..options import errors_at_source, load_job_source
 
-    job = load_job_file(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
-    objects, warnings = render_job(job, args.flavor, args.namespace)
+    job, conversion = load_job_source(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
+    with errors_at_source(conversion):
+        objects, warnings = render_job(job, args.flavor, args.namespace)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     sys.stdout.write(dump(objects, args.output))

@@ -25,12 +25,14 @@ from ..options import (
     add_raw,
     backend_flags,
     backend_of,
+    errors_at_source,
     open_backend_for,
 )
 from ..output import emit, say
 
 if TYPE_CHECKING:
     from ...backends.base import RunEvent, RunResult
+    from ...foreign.base import Conversion
     from ...jobspec import TrainJob
     from ...terminal import OutputSink
 
@@ -49,7 +51,12 @@ Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input,
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("file", nargs="?", help="TrainJob YAML file")
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="job file: a TrainJob, or a foreign kind kubetrain converts (DeepSpeedJob, TrainingWorkload, PyTorchJob "
+        "and the training operator's other kinds, JobSet, Volcano Job; see docs/foreign.md)",
+    )
     add_overrides(p)
     p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
     p.add_argument(
@@ -118,11 +125,11 @@ def preload_modules(text: str | None) -> list[str] | None:
     return modules
 
 
-def load_job(args: argparse.Namespace) -> TrainJob:
+def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
     """The job of this command line: its file (relative paths against the file's folder), or the quick form
-    (against the current folder)."""
+    (against the current folder); with the Conversion of a foreign kind, for errors that name its fields."""
     from ...jobspec import from_dict
-    from ..options import load_job_file
+    from ..options import load_job_source
 
     if args.file and args.command:
         raise CliError("give a job file or a program after --, not both", EXIT_USAGE)
@@ -133,8 +140,8 @@ def load_job(args: argparse.Namespace) -> TrainJob:
             raise CliError(
                 f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
             )
-        return load_job_file(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
-    return from_dict(quick_document(args), overrides=args.overrides)
+        return load_job_source(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
+    return from_dict(quick_document(args), overrides=args.overrides), None
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,7 +152,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    job = load_job(args)
+    job, conversion = load_job(args)
     from ...terminal import OutputSink
 
     started = time.monotonic()
@@ -161,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             terminal.note(f"kubetrain: {text}")  # above the status line, never inside it
             terminal.flush()
 
-    with open_backend_for(args, **backend_options(args)) as backend:
+    with errors_at_source(conversion), open_backend_for(args, **backend_options(args)) as backend:
         try:
             if live is not None:
                 live.start()

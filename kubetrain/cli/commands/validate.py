@@ -1,4 +1,5 @@
-"""`kubetrain validate`: check TrainJob files, every problem with its field path and file:line.
+"""`kubetrain validate`: check job files (TrainJobs and the foreign kinds kubetrain converts), every problem with
+its field path and file:line.
 
 Without `--backend`, the files are checked against the schema. With `--backend local|kubernetes` (and
 `--flavor`, else every flavor), each job also meets what that backend would make of it, in one pass and
@@ -18,12 +19,15 @@ from ..options import add_overrides
 from ..output import plural, say
 
 if TYPE_CHECKING:
-    from ...backends.parity.observe import Observation
+    from ...backends.parity.observe import Observation, Problem
+    from ...foreign.base import Conversion
     from ...jobspec import TrainJob
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="job files: TrainJobs, or foreign kinds kubetrain converts (DeepSpeedJob, TrainingWorkload, "
+                   "Kubeflow jobs, JobSet, Volcano Job; docs/foreign.md)")
     add_overrides(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no output on success")
     p.add_argument("--backend", choices=[*BACKENDS, *BACKEND_ALIASES],
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             )
             for line in conversion.warnings() if conversion is not None else ():
                 print(f"warning: {line}", file=sys.stderr)
-            if backend is not None and not _check(backend, path, job, args.flavor, quiet=args.quiet):
+            if backend is not None and not _check(backend, path, job, args.flavor, conversion, quiet=args.quiet):
                 failed += 1
     return 2 if failed else 0
 
@@ -73,28 +77,32 @@ def _backend(args: argparse.Namespace) -> str | None:
     return backend_name(args.backend)
 
 
-def _check(backend: str, path: str, job: TrainJob, flavor: str | None, *, quiet: bool) -> bool:
+def _check(
+    backend: str, path: str, job: TrainJob, flavor: str | None, conversion: Conversion | None, *, quiet: bool
+) -> bool:
     """Report what `backend` makes of `job`; False when it refuses it."""
     if backend == "local":
-        return _check_local(path, job, quiet=quiet)
-    return _check_kubernetes(path, job, flavor, quiet=quiet)
+        return _check_local(path, job, conversion, quiet=quiet)
+    return _check_kubernetes(path, job, flavor, conversion, quiet=quiet)
 
 
-def _check_local(path: str, job: TrainJob, *, quiet: bool) -> bool:
+def _check_local(path: str, job: TrainJob, conversion: Conversion | None, *, quiet: bool) -> bool:
     from ...backends.parity.observe import observe_local
 
     seen = observe_local(job)
-    _report(path, "the local backend", job, seen, quiet=quiet, fatal=True)
+    _report(path, "the local backend", job, seen, conversion, quiet=quiet, fatal=True)
     return not seen.refused
 
 
-def _check_kubernetes(path: str, job: TrainJob, flavor: str | None, *, quiet: bool) -> bool:
+def _check_kubernetes(
+    path: str, job: TrainJob, flavor: str | None, conversion: Conversion | None, *, quiet: bool
+) -> bool:
     from ...backends.parity.observe import observe_flavor
 
     seen = [observe_flavor(job, name) for name in ([flavor] if flavor is not None else FLAVORS)]
     able = [one.backend for one in seen if not one.refused]
     for one in seen:  # a flavor's refusal is an error when no flavor can run the job
-        _report(path, f"flavor {one.backend}", job, one, quiet=quiet, fatal=not able)
+        _report(path, f"flavor {one.backend}", job, one, conversion, quiet=quiet, fatal=not able)
     if flavor is None:
         which = ", ".join(able) if able else "none"
         message = f"{path}: flavors that can run {job.name}: {which}"
@@ -105,13 +113,22 @@ def _check_kubernetes(path: str, job: TrainJob, flavor: str | None, *, quiet: bo
     return bool(able)
 
 
-def _report(path: str, backend: str, job: TrainJob, seen: Observation, *, quiet: bool, fatal: bool) -> None:
+def _report(
+    path: str,
+    backend: str,
+    job: TrainJob,
+    seen: Observation,
+    conversion: Conversion | None,
+    *,
+    quiet: bool,
+    fatal: bool,
+) -> None:
     """A backend's refusals (always printed; `fatal`: as an error), else its warnings and the fields it
     would drop silently."""
     if seen.refused:
         count = f"{len(seen.problems)} problems" if len(seen.problems) > 1 else "1 problem"
         lines = [f"{'error: ' if fatal else ''}{path}: {backend} refuses {job.name} ({count}):"]
-        lines += ["  " + str(problem).replace("\n", "\n  ") for problem in seen.problems]
+        lines += ["  " + _problem_text(problem, conversion).replace("\n", "\n  ") for problem in seen.problems]
         print("\n".join(lines), file=sys.stderr)
         return
     warnings = list(seen.warnings)  # the local ones include the fields it does not use (docs/parity.md)
@@ -119,3 +136,15 @@ def _report(path: str, backend: str, job: TrainJob, seen: Observation, *, quiet:
         quiet=quiet and not warnings)
     for warning in warnings:
         say(f"  warning: {warning}")
+
+
+def _problem_text(problem: Problem, conversion: Conversion | None) -> str:
+    """A refusal as printed: for a foreign file, at the source field and line it came from (the TrainJob path in
+    parentheses), as `render` and `run` say it."""
+    if conversion is None:
+        return str(problem)
+    from ...foreign.base import parse_path
+    from ...jobspec.errors import FieldError
+
+    error = FieldError(parse_path(problem.path), problem.message, hint=problem.hint)
+    return str(conversion.to_source([error])[0])
