@@ -13,7 +13,7 @@ A forked replica is made to look like ``python SCRIPT ARGS`` (or ``python -m
 MODULE ARGS``) started afresh:
 
 - its own session and process group, stdin from /dev/null, stdout and stderr
-  on the pipes the supervisor sent, the working directory, ``os.environ``,
+  on the pipes the supervisor sent, its own working directory (its role's), ``os.environ``,
   ``sys.argv``, ``sys.path[0]`` (unless ``PYTHONSAFEPATH``), a fresh
   ``__main__`` module (also as ``__mp_main__``, so that spawned
   multiprocessing children find the script's classes) as Python sets them;

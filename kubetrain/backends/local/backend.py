@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +36,7 @@ from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
 from ...contract.logs import LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
 from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult, StillStopping
-from .launch import LaunchRecord, MachineFit, machine_fit
+from .launch import LaunchRecord, MachineFit, machine_fit, role_working_dirs
 from .processes import kill_recorded
 from .procfs import is_stopped, pid_alive, processes_with_env
 from .store import JobNotFoundError, JobStore, RequestKind
@@ -129,14 +129,21 @@ def build_launch_record(
     cwd: str | None,
     preload: Sequence[str] | None,
     fit: MachineFit | None = None,
+    folders: Mapping[str, str] | None = None,
 ) -> LaunchRecord:
     """The record a supervisor runs `job` from, as `job_id` (`preload` None: the framework's own), with
-    what this machine gives each replica (`fit`, from `fit_job`)."""
+    what this machine gives each replica (`fit`, from `fit_job`); `cwd` is the job's folder, `folders` each
+    role's (`role_folders`; None: every role in `cwd`)."""
     from ...frameworks import support_of
 
     modules = support_of(job.spec.framework).preload if preload is None else preload
     return LaunchRecord.from_plan(
-        local_plan(job, job_id, files_dir), cwd=cwd, preload=modules, fit=fit, metrics_dir=metrics_dir_of(files_dir)
+        local_plan(job, job_id, files_dir),
+        cwd=cwd,
+        role_cwds=folders,
+        preload=modules,
+        fit=fit,
+        metrics_dir=metrics_dir_of(files_dir),
     )
 
 
@@ -146,15 +153,21 @@ def metrics_dir_of(files_dir: Path) -> str:
     return str(files_dir.parent / "metrics")
 
 
-def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | None = None) -> MachineFit:
+def fit_job(
+    job: TrainJob,
+    base_dir: Path,
+    gpus: Callable[[], GpuInventory] | None = None,
+    folders: Mapping[str, str] | None = None,
+) -> MachineFit:
     """This machine's verdict on `job` (`launch.machine_fit`); `LocalRefusal` with every problem when it
-    cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`)."""
+    cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`); `folders`: where each
+    role's processes start (None: `role_folders(job, base_dir)`)."""
     from ...jobspec import FieldError
     from ...plan import plan
     from ..parity import unused_warnings
     from .gpus import discover_gpus
 
-    fit = machine_fit(plan(job), base_dir=str(base_dir), gpus=gpus or discover_gpus)
+    fit = machine_fit(plan(job), base_dir=str(base_dir), gpus=gpus or discover_gpus, folders=folders)
     if fit.refusals:
         raise LocalRefusal([FieldError(r.path, r.message, hint=r.hint) for r in fit.refusals])
     # Fields with no meaning on this machine (an image, a node selector, ...) are said, never dropped silently.
@@ -162,19 +175,29 @@ def fit_job(job: TrainJob, base_dir: Path, gpus: Callable[[], GpuInventory] | No
     return replace(fit, warnings=(*fit.warnings, *unused)) if unused else fit
 
 
-def missing_scripts(job: TrainJob, base_dir: Path) -> list[FieldError]:
-    """Each `run.python` script of `job` that is not there (`launch.missing_scripts`), as field errors."""
+def missing_scripts(job: TrainJob, folders: Mapping[str, str]) -> list[FieldError]:
+    """Each `run.python` script of `job` that is not in its role's folder (`folders`, from `role_folders`;
+    `launch.missing_scripts`), as field errors."""
     from ...jobspec import FieldError
     from ...plan import plan
     from .launch import missing_scripts as missing
 
-    return [FieldError(r.path, r.message, hint=r.hint) for r in missing(plan(job), str(base_dir))]
+    return [FieldError(r.path, r.message, hint=r.hint) for r in missing(plan(job), folders)]
+
+
+def role_folders(job: TrainJob, base_dir: Path) -> dict[str, str]:
+    """Where each role's processes start: its own workingDir (or its podTemplate main container's), else the
+    job's, under the job file's folder `base_dir` (`launch.role_working_dirs`) — where its pods would start."""
+    from ...plan import plan
+
+    return role_working_dirs(plan(job), str(base_dir))
 
 
 def working_dir(job: TrainJob, base_dir: Path) -> str:
     """Locally, relative paths in `run` resolve against workingDir (itself relative to the job file's
     folder), else against the job file's folder — so a job runs the same from any current directory.
-    A job-level podTemplate's main container gives the workingDir when the job sets none."""
+    A job-level podTemplate's main container gives the workingDir when the job sets none. A role's own
+    workingDir overrides this for its processes (`role_folders`)."""
     from ...jobspec.pod_template import template_working_dir
 
     wd = job.spec.working_dir or template_working_dir(job.spec.pod_template)
@@ -264,9 +287,16 @@ class LocalBackend:
             raise UsageError(f"unknown dry run {dry_run!r} (client or server)")
         base_dir = base_dir_of(job)
         if dry_run == "client":
-            fit = fit_job(job, base_dir, self.gpus)
+            folders = role_folders(job, base_dir)
+            fit = fit_job(job, base_dir, self.gpus, folders)
             record = build_launch_record(
-                job, job.name, DRY_RUN_FILES_DIR, cwd=working_dir(job, base_dir), preload=self.preload, fit=fit
+                job,
+                job.name,
+                DRY_RUN_FILES_DIR,
+                cwd=working_dir(job, base_dir),
+                preload=self.preload,
+                fit=fit,
+                folders=folders,
             )
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
         events = RunEvents(on_event, on_status)
@@ -324,10 +354,11 @@ class LocalBackend:
         from ...plan import plan
 
         base_dir = base_dir_of(job) if base_dir is None else base_dir
-        fit = fit_job(job, base_dir, self.gpus)
+        folders = role_folders(job, base_dir)
+        fit = fit_job(job, base_dir, self.gpus, folders)
         paused = job.spec.run_mode == "Pause" or bool(job.spec.run_policy.suspend)
         if check_programs and not paused:  # a paused job's script may be written before it is resumed
-            missing = missing_scripts(job, base_dir)
+            missing = missing_scripts(job, folders)
             if missing:
                 raise LocalRefusal(missing)
         self._check_logs_writable()
@@ -350,6 +381,7 @@ class LocalBackend:
             cwd=working_dir(job, base_dir),
             preload=self.preload,
             fit=fit,
+            folders=folders,
         )
         self.store.set_plan_json(job_id, record.to_json())
         # Until a supervisor takes over, the job is this process's to start: if it ends first, the job is
@@ -718,16 +750,24 @@ class LocalBackend:
         old = self._stored_record(job_id)
         job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
         cwd = old.cwd if old is not None else None
+        base_dir = Path(cwd) if cwd is not None else base_dir_of(job)
+        # The same folders as before, each role's as recorded (a record stored before roles had their own
+        # holds one for all): the job file's folder is not stored, so they cannot be worked out again.
+        if old is not None and cwd is not None:
+            folders = {role: old.cwd_of(role) or cwd for role in role_folders(job, base_dir)}
+        else:
+            folders = role_folders(job, base_dir)
         # This machine's verdict again (its GPUs may have changed): a refusal leaves the job Suspended.
-        fit = fit_job(job, Path(cwd) if cwd is not None else base_dir_of(job), self.gpus)
-        missing = missing_scripts(job, Path(cwd) if cwd is not None else base_dir_of(job))
+        fit = fit_job(job, base_dir, self.gpus, folders)
+        missing = missing_scripts(job, folders)
         if missing:
             raise LocalRefusal(missing)
-        # New ports (the old ones may be taken by now); the same folder and preloaded modules.
+        # New ports (the old ones may be taken by now); the same folders and preloaded modules.
         files_dir = self.store.log_dir(job_id) / "files"
         fresh = LaunchRecord.from_plan(
             local_plan(job, job_id, files_dir),
             cwd=cwd,
+            role_cwds=folders,
             preload=old.preload if old is not None else (),
             fit=fit,
             metrics_dir=metrics_dir_of(files_dir),

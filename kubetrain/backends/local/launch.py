@@ -79,7 +79,12 @@ class LaunchRecord:
     """Files the replicas read (name → content), written to `files_dir` before they start."""
     files_dir: str = ""
     cwd: str | None = None
-    """Where every process starts (the job's workingDir, else the job file's folder); None: the supervisor's."""
+    """Where a role's processes start unless `role_cwds` names it (the job's workingDir, else the job file's
+    folder); None: the supervisor's."""
+    role_cwds: dict[str, str] = field(default_factory=dict)
+    """Role → where its processes start, for each role whose workingDir (its own, or its podTemplate main
+    container's) differs from `cwd`. Kept apart so a record with no role folders has the layout it always had,
+    and a record stored before roles had their own folders reads back with every role in `cwd`."""
     preload: tuple[str, ...] = ()
     """Modules the replicas import once, in a process that then forks each of them (empty: none)."""
     restart: RestartRules = field(default_factory=RestartRules)
@@ -98,13 +103,15 @@ class LaunchRecord:
         plan: Plan,
         *,
         cwd: str | None = None,
+        role_cwds: Mapping[str, str] | None = None,
         preload: Sequence[str] = (),
         fit: MachineFit | None = None,
         metrics_dir: str | None = None,
     ) -> LaunchRecord:
         """The record of `plan` (pure): its processes with the user's env added per process, and what this
         machine gives each replica (`fit`, from `machine_fit`: its GPUs) between the two. `metrics_dir`:
-        where each process's `kubetrain.metrics.log` writes (`<key>.jsonl`, in `KUBETRAIN_METRICS_FILE`)."""
+        where each process's `kubetrain.metrics.log` writes (`<key>.jsonl`, in `KUBETRAIN_METRICS_FILE`).
+        `role_cwds`: each role's folder (`role_working_dirs`); only those that differ from `cwd` are kept."""
         user_env: dict[str, list[UserVar]] = {}
         warnings: list[str] = list(fit.warnings) if fit is not None else []
         for wiring in plan.roles:
@@ -122,6 +129,7 @@ class LaunchRecord:
             files=dict(plan.files),
             files_dir=plan.files_dir,
             cwd=cwd,
+            role_cwds={role: path for role, path in (role_cwds or {}).items() if path != cwd},
             preload=tuple(preload),
             restart=plan.restart,
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
@@ -142,6 +150,10 @@ class LaunchRecord:
         for r in self.replicas:
             counts[r.role] = counts.get(r.role, 0) + 1
         return tuple(RoleCount(role, n) for role, n in counts.items())
+
+    def cwd_of(self, role: str) -> str | None:
+        """Where `role`'s processes start: its own workingDir's folder, else the job's (`cwd`)."""
+        return self.role_cwds.get(role, self.cwd)
 
     def replica_of(self, key: str) -> LaunchReplica:
         """The replica running process `key`."""
@@ -200,6 +212,7 @@ class LaunchRecord:
             "replicas": replicas,
             "warnings": list(self.warnings),
             "cwd": self.cwd,
+            **({"roleCwd": dict(self.role_cwds)} if self.role_cwds else {}),
             "preload": list(self.preload),
         }
 
@@ -232,6 +245,7 @@ class LaunchRecord:
             files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
             files_dir=str(data.get("filesDir", "")),
             cwd=data.get("cwd"),
+            role_cwds={str(k): str(v) for k, v in (data.get("roleCwd") or {}).items()},
             preload=tuple(data.get("preload") or ()),
             restart=RestartRules.from_dict(data.get("restart") or {}),
             active_deadline_seconds=data.get("activeDeadlineSeconds"),
@@ -436,9 +450,11 @@ def machine_fit(
     base_dir: str,
     gpus: Callable[[], GpuInventory],
     mounts_table: str = MOUNTS_TABLE,
+    folders: Mapping[str, str] | None = None,
 ) -> MachineFit:
     """Mounts, GPUs, cleanPodPolicy and the preemption fields of `plan`'s job on this machine. `gpus` is
-    asked only when the job asks for GPUs; `base_dir` is where a relative bind mount src resolves.
+    asked only when the job asks for GPUs; `base_dir` is where a relative bind mount src resolves; `folders`,
+    where each role's processes start (None: `role_working_dirs(plan, base_dir)`).
 
     | field | locally |
     |---|---|
@@ -479,7 +495,7 @@ def machine_fit(
     size = _size_verdict(plan)
     if size is not None:
         refusals.append(size)
-    _program_verdicts(plan, base_dir, refusals, warnings)
+    _program_verdicts(plan, folders or role_working_dirs(plan, base_dir), refusals, warnings)
     requests, notes, paths = _gpu_requests(plan)
     warnings += notes
     replica_env: dict[str, dict[str, str]] = {}
@@ -545,19 +561,19 @@ _BINARY_KINDS = (
 )
 
 
-def _program_verdicts(plan: Plan, base_dir: str, refusals: list[Refusal], warnings: list[str]) -> None:
+def _program_verdicts(
+    plan: Plan, folders: Mapping[str, str], refusals: list[Refusal], warnings: list[str]
+) -> None:
     """Refused up front, with the field path: a `run.python` script that is unreadable or not Python
     source (a binary given as `python prog`), and `python -m` with no module after it. Warned: env names a
     shell cannot hold (`my.var`): the program gets them (as in a pod), but `export my.var=...` is no shell's."""
     spec = plan.job.spec
-    # Relative scripts resolve against the replicas' folder: workingDir under the job file's folder. A resumed
-    # job is checked from its recorded folder, which is that folder already.
-    folders = [os.path.join(base_dir, spec.working_dir), base_dir] if spec.working_dir else [base_dir]
     for role, settings in plan.settings.items():
         run = settings.run
         if run is not None and run.python and not _skipped(run.python[0]):
             where = (*setting_path(spec, role, "run", "python"), 0)
-            verdict = _python_script(run.python[0], folders)
+            # Where Python looks for it: the folder the role's processes start in (`role_working_dirs`).
+            verdict = _python_script(run.python[0], folders[role])
             if verdict is not None:
                 refusals.append(Refusal(where, *verdict))
         # `kubetrain run -- python -m` (run: {python: [-m]}), or exec: [python3, -m]: Python would only print its usage.
@@ -579,27 +595,41 @@ def _program_verdicts(plan: Plan, base_dir: str, refusals: list[Refusal], warnin
                 )
 
 
-def missing_scripts(plan: Plan, base_dir: str) -> list[Refusal]:
-    """A refusal per role whose `run.python` script is not there, with the path looked for. Only a real local
+def missing_scripts(plan: Plan, folders: Mapping[str, str]) -> list[Refusal]:
+    """A refusal per role whose `run.python` script is not there, with the path looked for: in the role's
+    folder (`folders`, from `role_working_dirs`), where its processes start and Python looks. Only a real local
     run asks this: a dry run or a Kubernetes render must not need the file (in a pod, the script is in the
     image), so `machine_fit` leaves a missing script alone."""
     spec = plan.job.spec
-    folders = [os.path.join(base_dir, spec.working_dir), base_dir] if spec.working_dir else [base_dir]
     refusals = []
     for role, settings in plan.settings.items():
         run = settings.run
         if run is None or not run.python or _skipped(run.python[0]):
             continue
         script = run.python[0]
-        candidates = [os.path.normpath(os.path.join(folder, script)) for folder in folders]
-        if not any(os.path.exists(c) for c in candidates):
-            looked = " or ".join(dict.fromkeys(candidates))
+        looked = os.path.normpath(os.path.join(folders[role], script))
+        if not os.path.exists(looked):
+            where = (*setting_path(spec, role, "run", "python"), 0)
+            # A job-level `run` is looked for in each role's folder: say which role's lacks it.
+            whose = "" if where[:3] == ("spec", "roles", role) or spec.roles is None else f" (role {role})"
             refusals.append(Refusal(
-                (*setting_path(spec, role, "run", "python"), 0),
-                f"script {script} not found: there is no {looked}",
-                "relative paths resolve against workingDir, else the job file's folder; fix the path or the folder",
+                where,
+                f"script {script} not found{whose}: there is no {looked}",
+                "relative paths resolve against the role's workingDir, else the job's, else the job file's "
+                "folder; fix the path or the folder",
             ))
     return refusals
+
+
+def role_working_dirs(plan: Plan, base_dir: str) -> dict[str, str]:
+    """Each role's folder, where its processes start and relative paths in its `run` resolve: its settings'
+    workingDir (the role's, else the job's, else its podTemplate main container's: `plan.settings_for`) under
+    `base_dir` (the job file's folder; an absolute workingDir stays as it is), else `base_dir` itself —
+    so a job runs the same from any current directory, and each role where its pods would start."""
+    return {
+        role: os.path.realpath(os.path.join(base_dir, settings.working_dir or ""))
+        for role, settings in plan.settings.items()
+    }
 
 
 def _skipped(arg: str) -> bool:
@@ -607,12 +637,11 @@ def _skipped(arg: str) -> bool:
     return arg.startswith("-") or "$(" in arg
 
 
-def _python_script(script: str, folders: Sequence[str]) -> tuple[str, str | None] | None:
-    """(message, hint) when Python cannot run `script` as its program; None when it can (as far as a look at
-    its first bytes tells)."""
-    candidates = [os.path.join(folder, script) for folder in folders]
-    found = next((c for c in candidates if os.path.exists(c)), None)
-    if found is None:
+def _python_script(script: str, folder: str) -> tuple[str, str | None] | None:
+    """(message, hint) when Python cannot run `script` (relative to `folder`) as its program; None when it can
+    (as far as a look at its first bytes tells)."""
+    found = os.path.join(folder, script)
+    if not os.path.exists(found):
         # Not refused: a dry run (and the parity harness) plans jobs whose scripts are not written yet, and a
         # missing script fails its replica at once with Python's own message.
         return None
@@ -811,6 +840,7 @@ __all__ = [
     "expand_user_env",
     "machine_fit",
     "missing_scripts",
+    "role_working_dirs",
     "setting_path",
     "user_environment",
 ]

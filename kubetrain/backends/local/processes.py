@@ -595,6 +595,8 @@ class ProcessGroup:
             self.preload_note = why_not
             self._stop_server()
             return None
+        # Each forked replica changes into its own folder (roles may each have a workingDir); the server
+        # starts in theirs when they share one, so what its imports read from the current folder is theirs.
         cwds = {s.cwd for s in specs}
         cwd = cwds.pop() if len(cwds) == 1 else None
         # Everything the server was set up with: a server imported under other values cannot serve.

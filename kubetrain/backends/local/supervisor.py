@@ -300,7 +300,7 @@ class Supervisor:
                     argv = list(HOLD_ARGV)
                 path = log.with_name(f"{proc.key}.log") if many else log
                 env = {**base_env, **proc.env}
-                specs.append(LaunchSpec(proc.key, argv, env, record.cwd, path, record.preload))
+                specs.append(LaunchSpec(proc.key, argv, env, record.cwd_of(replica.role), path, record.preload))
         return specs
 
     def _replica_of(self, key: str) -> tuple[str, int]:

@@ -270,7 +270,7 @@ ROWS: list[Row] = [
         row("spec.image", {"spec.image": "registry.example.com/train:2"}, local=ignored(_NO_CONTAINER)),
         row("spec.imagePullPolicy", {"spec.imagePullPolicy": "Always"}, local=ignored(_NO_CONTAINER)),
         row("spec.workingDir", {"spec.workingDir": "/workspace"},
-            role={"local": ignored("every local replica starts in the job's workingDir")}),
+            local=ok("under the job file's folder; a role's own workingDir is its processes' folder")),
         row("spec.procsPerReplica", {"spec.procsPerReplica": 2}),
         row("spec.procsPerReplica", {"spec.framework": "jax", "spec.procsPerReplica": 2}, when="2, jax",
             baseline={"spec.framework": "jax"}, kube=refused(_ONE_PROGRAM)),

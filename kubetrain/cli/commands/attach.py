@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"no replica {args.replica!r} in job {record.job_id}; replicas: {keys}")
     argv = [sys.executable if chosen.argv[0] == "python" else chosen.argv[0], *chosen.argv[1:]]
     command = shlex.join(argv)
-    cwd = record.cwd or os.getcwd()
+    cwd = record.cwd_of(record.replica_of(chosen.key).role) or os.getcwd()  # the role's own folder
     if args.print:
         for name, value in sorted(chosen.env.items()):
             if name.isidentifier() and name.isascii():
