@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
     from ..foreign.base import Conversion
     from ..jobspec import TrainJob
+    from ..jobspec.errors import FieldError
 
 
 def non_negative(text: str) -> int:
@@ -53,7 +55,8 @@ def add_overrides(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH=VALUE",
-        help="override a field, e.g. spec.replicas=4 (repeatable)",
+        help="override a field of the file as written, e.g. spec.replicas=4 (repeatable); in a foreign kind's "
+        "file, that kind's own path, e.g. spec.worker.replicas=3 on a DeepSpeedJob",
     )
 
 
@@ -119,15 +122,68 @@ def load_job_file(path: str, overrides: Sequence[str] = ()) -> TrainJob:
     return load_job_source(path, overrides)[0]
 
 
-def load_job_source(path: str, overrides: Sequence[str] = ()) -> tuple[TrainJob, Conversion | None]:
-    """`load_job_file`, with the Conversion of a foreign kind (None for a TrainJob), for `errors_at_source`."""
+def load_job_source(
+    path: str, overrides: Sequence[str] = (), document: int | None = None
+) -> tuple[TrainJob, Conversion | None]:
+    """`load_job_file`, with the Conversion of a foreign kind (None for a TrainJob), for `errors_at_source`.
+    `document` (1-based) picks one job of a file that holds several."""
     from ..foreign.loader import load_job_file as load
 
-    job, conversion = load(path, overrides=overrides)
+    job, conversion = load(path, overrides=overrides, document=document)
     if conversion is not None:
         for line in conversion.warnings():
             print(f"warning: {line}", file=sys.stderr)
     return job, conversion
+
+
+def load_job_sources(path: str, overrides: Sequence[str] = ()) -> list[tuple[TrainJob, Conversion | None]]:
+    """Every job in `path` (as kubectl takes every document of a file), each as `load_job_source` gives it."""
+    from ..foreign.loader import load_job_documents
+
+    jobs = load_job_documents(path, overrides=overrides)
+    for _, conversion in jobs:
+        for line in conversion.warnings() if conversion is not None else ():
+            print(f"warning: {line}", file=sys.stderr)
+    return jobs
+
+
+def template_relaxations(job: TrainJob, conversion: Conversion | None = None) -> list[FieldError]:
+    """Each security default of kubetrain's that a pod template of `job` relaxes on Kubernetes (hostNetwork,
+    privileged, uid 0, ...): `spec.podTemplate.spec.hostNetwork: the host's network`; for a foreign file, at the
+    source field the template came from. Said without a backend too: the file asks for it wherever it runs."""
+    from ..jobspec.errors import FieldError
+    from ..jobspec.pod_template import relaxations
+
+    templates: list[tuple[tuple[str | int, ...], Any]] = [(("spec", "podTemplate"), job.spec.pod_template)]
+    for name, role in (job.spec.roles or {}).items():
+        if "pod_template" in role.model_fields_set:
+            templates.append((("spec", "roles", name, "podTemplate"), role.pod_template))
+    errors = [
+        FieldError((*where, *path), what)
+        for where, template in templates
+        if template
+        for path, what in relaxations(template)
+    ]
+    if conversion is not None:
+        errors = conversion.to_source(errors)
+    return errors
+
+
+def relaxation_lines(job: TrainJob, conversion: Conversion | None, backend: str | None) -> list[str]:
+    """What to say of the pod template's security relaxations before a backend speaks: with no backend, each
+    one (the render says it again, per setting, on Kubernetes); locally, once, that they are not used (the
+    program runs on this machine, as the user, with no pod at all)."""
+    found = template_relaxations(job, conversion)
+    if not found or backend == "kubernetes":
+        return []
+    if backend == "local":
+        from ..jobspec.errors import format_path
+
+        fields = ", ".join(dict.fromkeys(format_path(error.path) for error in found))
+        return [f"not used locally: the pod template's security settings ({fields}); the program runs on this "
+                "machine, as you"]
+    prefix = "the pod template RELAXES kubetrain's security defaults on Kubernetes: "
+    return [str(dataclasses.replace(error, message=prefix + error.message)) for error in found]
 
 
 @contextlib.contextmanager
@@ -159,6 +215,9 @@ __all__ = [
     "errors_at_source",
     "load_job_file",
     "load_job_source",
+    "load_job_sources",
     "non_negative",
     "open_backend_for",
+    "relaxation_lines",
+    "template_relaxations",
 ]

@@ -33,7 +33,11 @@ COMMANDS: dict[str, Command] = {
         "attach", "Open a shell in a replica's environment (runMode Debug: run the held program by hand)."
     ),
     # specs
-    "validate": Command("validate", "Check TrainJob files; every problem with its field path and line."),
+    "validate": Command(
+        "validate",
+        "Check job files (TrainJobs and the foreign kinds kubetrain converts); every problem with its field path "
+        "and line.",
+    ),
     "explain": Command("explain", "Describe a field of the TrainJob spec (like kubectl explain)."),
     "schema": Command("schema", "Print the TrainJob JSON Schema (for editor completion and checks)."),
     "version": Command("version", "Print the kubetrain version."),

@@ -27,7 +27,7 @@ def commented_yaml(conversion: Conversion) -> str:
     approximated, refused = conversion.approximated(), conversion.refused()
     if approximated:
         lines.append("# approximated:")
-        lines += [f"#   {_where(n)}{n.source} → {n.target}: {n.reason}" for n in approximated]
+        lines += [f"#   {_where(n)}{n.source}{n.as_target}: {n.reason}" for n in approximated]
     if refused:
         lines.append("# not converted:")
         lines += [f"#   {_where(n)}{n.source}: {n.reason}" for n in refused]
@@ -52,13 +52,17 @@ def _sources(notes: list[FieldNote]) -> dict[str, list[str]]:
     return out
 
 
-def _comment(path: tuple[str | int, ...], sources: dict[str, list[str]]) -> str:
+def _comment(path: tuple[str | int, ...], sources: dict[str, list[str]], pad: str, head: str) -> tuple[str, list[str]]:
+    """(the comment at the end of the value's line, the comment lines above it). Every source is named: when
+    they do not fit after the value (`head`, the line so far), they go above it, one a line, never cut."""
     found = sources.get(dotted(path)) if path else None
     if not found:
-        return ""
-    shown = ", ".join(found[:_MAX_SOURCES]) + (f", … ({len(found)} fields)" if len(found) > _MAX_SOURCES else "")
-    text = f"  # from {shown}"
-    return text if len(text) <= _COMMENT_WIDTH else text[: _COMMENT_WIDTH - 1] + "…"
+        return "", []
+    inline = f"  # from {', '.join(found)}"
+    if len(found) <= _MAX_SOURCES and len(head) + len(inline) <= _COMMENT_WIDTH:
+        return inline, []
+    last = len(found) - 1
+    return "", [f"{pad}# {'from' if i == 0 else '    '} {src}{',' if i < last else ''}" for i, src in enumerate(found)]
 
 
 def _scalar(value: Any) -> str:
@@ -81,9 +85,10 @@ def _mapping(
         here = (*path, key)
         head = f"{pad}{_scalar(key)}:"
         if _is_flat(value):
-            lines.append(f"{head} {_scalar(value)}{_comment(here, sources)}")
-        else:
-            lines.append(f"{head}{_comment(here, sources)}")
+            head += f" {_scalar(value)}"
+        inline, above = _comment(here, sources, pad, head)
+        lines += [*above, head + inline]
+        if not _is_flat(value):
             lines += _node(value, here, indent + 2, sources)
     return lines
 
@@ -98,8 +103,10 @@ def _node(value: Any, path: tuple[str | int, ...], indent: int, sources: dict[st
             lines.append(f"{pad}- {_scalar(item)}")
             continue
         inner = _node(item, (*path, i), indent + 2, sources)
-        lines.append(f"{pad}- {inner[0].lstrip()}")
-        lines += inner[1:]
+        first = next(j for j, line in enumerate(inner) if not line.lstrip().startswith("#"))
+        lines += inner[:first]  # comment lines of the item's first key: above the `- ` that starts it
+        lines.append(f"{pad}- {inner[first].lstrip()}")
+        lines += inner[first + 1 :]
     return lines
 
 

@@ -5,13 +5,22 @@ a TrainJob loads as it always has.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path as FsPath
+from typing import Any
 
 from ..jobspec.errors import FieldError, SpecError
 from ..jobspec.foreign_names import foreign_name_of
-from ..jobspec.load import deep_merge, find_template, from_dict, load_all_files, read_text
+from ..jobspec.load import (
+    apply_override,
+    deep_merge,
+    find_template,
+    load_document,
+    read_text,
+    source_name,
+)
 from ..jobspec.model import TrainJob
 from ..jobspec.yaml_source import NO_LOCATION, Located, parse_yaml
 from .base import Conversion, FieldNote
@@ -25,13 +34,42 @@ def load_job_file(
     *,
     overrides: Sequence[str] = (),
     strict: bool = False,
+    document: int | None = None,
 ) -> tuple[TrainJob, Conversion | None]:
     """The one job in `path`, and its Conversion when the file holds a foreign kind (else None).
 
-    `overrides` (`--set path=value`) apply to the TrainJob, after the conversion: they name TrainJob fields."""
+    `overrides` (`--set path=value`) name the fields of the document as written: a DeepSpeedJob's own paths
+    (`spec.worker.replicas=3`), applied before the conversion, so the notes and errors speak of them too.
+
+    A file of several documents needs `document` (1-based), the one to take: running "the file" would otherwise
+    have to guess which job the user meant."""
     jobs = load_job_documents(path, overrides=overrides, strict=strict)
+    if document is not None:
+        if not 1 <= document <= len(jobs):
+            raise SpecError(
+                [
+                    FieldError(
+                        (),
+                        f"has no document {document}: it holds {len(jobs)}",
+                        hint=f"pick one of 1..{len(jobs)} with --document N",
+                        file=source_name(path),
+                    )
+                ]
+            )
+        return jobs[document - 1]
     if len(jobs) != 1:
-        raise SpecError([FieldError((), f"expected one job, found {len(jobs)} documents", file=str(path))])
+        names = ", ".join(f"{i} {job.name}" for i, (job, _) in enumerate(jobs, 1))
+        raise SpecError(
+            [
+                FieldError(
+                    (),
+                    f"holds {len(jobs)} jobs ({names}); one job runs at a time",
+                    hint="pick one with --document N (1 is the first); `kubetrain render` and `kubetrain validate` "
+                    "take every document",
+                    file=source_name(path),
+                )
+            ]
+        )
     return jobs[0]
 
 
@@ -41,17 +79,20 @@ def load_job_documents(
     overrides: Sequence[str] = (),
     strict: bool = False,
 ) -> list[tuple[TrainJob, Conversion | None]]:
-    """Every job in `path` (several documents allowed), each with its Conversion when it is a foreign kind."""
-    file = str(path)
-    folder = FsPath(path).parent
+    """Every job in `path` (several documents allowed), each with its Conversion when it is a foreign kind;
+    `overrides` apply to each document, in its own kind's paths."""
+    file = source_name(path)
+    folder = FsPath(path).parent  # for `-` (stdin): the current folder
     docs = parse_yaml(read_text(FsPath(path)), file)
-    if not any(isinstance(doc.data, dict) and foreign_name_of(doc.data) for doc in docs):
-        return [(job, None) for job in load_all_files([path], overrides=overrides)]
+    if not docs:
+        raise SpecError([FieldError((), "file holds no document", file=file)])
     out: list[tuple[TrainJob, Conversion | None]] = []
     errors: list[FieldError] = []
     for doc in docs:
         try:
             if isinstance(doc.data, dict) and foreign_name_of(doc.data):
+                for i, text in enumerate(overrides):  # the kind's own paths, as its users write them
+                    apply_override(doc, text, i)
                 resolved = resolve_base_workload(doc, folder)
                 conversion = convert(resolved, file=file, strict=strict, base_dir=str(folder))
                 if resolved is not doc:
@@ -67,17 +108,24 @@ def load_job_documents(
                             line,
                         ),
                     )
-                job = conversion.job
-                if overrides:
-                    job = from_dict(conversion.data, overrides=overrides, base_dir=folder)
-                out.append((job.with_base_dir(folder), conversion))
-            else:  # a TrainJob beside foreign documents
-                out.append((from_dict(doc.data, overrides=overrides, base_dir=folder).with_base_dir(folder), None))
+                out.append((conversion.job.with_base_dir(folder), conversion))
+            else:  # a TrainJob (alone, or beside foreign documents)
+                out.append((load_document(doc, folder, source=file, overrides=overrides), None))
         except SpecError as exc:
-            errors += exc.errors
+            kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+            errors += [_about_set(error, kind) for error in exc.errors]
     if errors:
         raise SpecError(errors)
     return out
+
+
+def _about_set(error: FieldError, kind: object) -> FieldError:
+    """An error in a `--set` value on a foreign document says that `--set` takes that kind's paths: a user who
+    reached for a TrainJob path learns why it was refused."""
+    if not (error.file or "").startswith("--set ") or not isinstance(kind, str) or kind == "TrainJob":
+        return error
+    note = f"--set takes the {kind}'s own paths, as written in the file (not the converted TrainJob's)"
+    return dataclasses.replace(error, hint=f"{error.hint}; {note}" if error.hint else note)
 
 
 def resolve_base_workload(doc: Located, folder: FsPath, chain: tuple[str, ...] = ()) -> Located:
@@ -92,13 +140,14 @@ def resolve_base_workload(doc: Located, folder: FsPath, chain: tuple[str, ...] =
     name = spec.get("baseWorkload")
     if not isinstance(name, str) or not name:
         return doc
-    found = find_template(name, folder, [])
-    if found is None:
+    try:
+        located = _base_by_file(name, folder) or _base_by_name(name, folder)
+    except SpecError as exc:
+        file, line = doc.line_of(("spec", "baseWorkload"))
+        raise SpecError([e if e.file else e.located(file, line) for e in exc.errors]) from None
+    if located is None:
         return doc
-    base_docs = parse_yaml(read_text(found), str(found))
-    if len(base_docs) != 1 or not isinstance(base_docs[0].data, dict):
-        return doc
-    base = base_docs[0]
+    found, base = located
     if base.data.get("kind") != "TrainingWorkload":
         return doc  # a TrainJob template: spec.base resolves it
     key = str(found.resolve())
@@ -137,6 +186,62 @@ def resolve_base_workload(doc: Located, folder: FsPath, chain: tuple[str, ...] =
     body = {**{p: w for p, w in base.body.items() if p[:1] == ("spec",)}, **doc.body}
     where.setdefault(("spec",), NO_LOCATION)
     return Located(merged, where, body)
+
+
+def _base_by_file(name: str, folder: FsPath) -> tuple[FsPath, Located] | None:
+    """The base named as a file (`team-defaults.yaml`, or `team-defaults` in a templates folder)."""
+    found = find_template(name, folder, [])
+    if found is None:
+        return None
+    docs = parse_yaml(read_text(found), str(found))
+    if len(docs) != 1 or not isinstance(docs[0].data, dict):
+        return None
+    return found, docs[0]
+
+
+def _base_by_name(name: str, folder: FsPath) -> tuple[FsPath, Located] | None:
+    """The TrainingWorkload template (`usage: Template`) whose metadata.name is `name`, in a file beside the
+    workload or in its templates folder: Run:ai names a base workload by its name, not by a file. Two such
+    templates are an error (which one the workload meant cannot be told)."""
+    matches: list[tuple[FsPath, Located]] = []
+    for where in (folder, folder / "templates"):
+        try:
+            files = sorted(p for p in where.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        except OSError:
+            continue
+        for path in files:
+            try:
+                text = read_text(path)
+                if "TrainingWorkload" not in text or name not in text:
+                    continue  # most files: not read as YAML at all
+                docs = parse_yaml(text, str(path))
+            except SpecError:
+                continue  # a broken file beside the workload is not its base
+            matches += [(path, d) for d in docs if _is_template_named(d.data, name)]
+    if len(matches) > 1:
+        where_ = ", ".join(str(path) for path, _ in matches)
+        raise SpecError(
+            [
+                FieldError(
+                    ("spec", "baseWorkload"),
+                    f"several TrainingWorkload templates are named {name!r}: {where_}",
+                    hint="rename one, or name the base by its file (baseWorkload: FILE.yaml)",
+                )
+            ]
+        )
+    return matches[0] if matches else None
+
+
+def _is_template_named(data: Any, name: str) -> bool:
+    if not isinstance(data, dict) or data.get("kind") != "TrainingWorkload":
+        return False
+    meta, spec = data.get("metadata"), data.get("spec")
+    return (
+        isinstance(meta, dict)
+        and meta.get("name") == name
+        and isinstance(spec, dict)
+        and spec.get("usage") == "Template"
+    )
 
 
 __all__ = ["load_job_documents", "load_job_file", "resolve_base_workload"]

@@ -3,9 +3,9 @@
 Every spec field is wrapped: a scalar as `{value: X}`, a collection as `{items: {KEY: {value: X}}}` (environment,
 labels, annotations, pvcs, nfs, s3, gitSync, volumes, ports, tolerations, extendedResources). The converter
 unwraps them field by field; an unwrapped scalar is accepted too (what a hand-written file often holds).
-`usage: Template` marks a workload meant as the base of others: `baseWorkload` naming one in a file beside the
-workload (or in a templates folder) merges it under the workload (`kubetrain.foreign.loader`); a base that names
-a TrainJob template becomes `spec.base`.
+`usage: Template` marks a workload meant as the base of others: `baseWorkload` naming one, by its metadata.name
+(as Run:ai does) or by its file, beside the workload or in a templates folder, merges it under the workload
+(`kubetrain.foreign.loader`); a base that names a TrainJob template becomes `spec.base`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
@@ -55,21 +56,34 @@ def load_all_files(
             errors += exc.errors
             continue
         try:
-            docs = parse_yaml(text, str(path))
+            docs = parse_yaml(text, source_name(path))
         except SpecError as exc:
             errors += exc.errors
             continue
         if not docs:
-            errors.append(FieldError((), "file holds no document", file=str(path)))
+            errors.append(FieldError((), "file holds no document", file=source_name(path)))
         for doc in docs:
             try:
-                job = _finish(doc, FsPath(path).parent, overrides, template_dirs, (str(path),))
+                job = _finish(doc, FsPath(path).parent, overrides, template_dirs, (source_name(path),))
                 jobs.append(job.with_base_dir(FsPath(path).parent))
             except SpecError as exc:
                 errors += exc.errors
     if errors:
         raise SpecError(errors)
     return jobs
+
+
+def load_document(
+    doc: Located,
+    base_dir: str | os.PathLike[str],
+    *,
+    source: str,
+    overrides: Sequence[str] = (),
+    template_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TrainJob:
+    """One parsed document of a job file (`source` names the file) as a TrainJob, errors at its lines: for a
+    reader that has parsed the file already (stdin cannot be read twice)."""
+    return _finish(doc, FsPath(base_dir), overrides, template_dirs, (source,)).with_base_dir(base_dir)
 
 
 def load_text(
@@ -108,10 +122,24 @@ MAX_FILE_BYTES = 8 << 20
 """Largest job file read (8 MiB; a job spec is a few KiB): `kubetrain validate /dev/zero` must end."""
 
 
+STDIN = "-"
+"""The file name that reads standard input (`cat job.yaml | kubetrain validate -`); its relative paths and
+templates resolve against the current folder, the folder a piped file has."""
+
+
+def source_name(path: str | os.PathLike[str]) -> str:
+    """How errors name a job file: `<stdin>` for `-`."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
 def read_text(path: FsPath) -> str:
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+            path = FsPath(source_name(path))
+        else:
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             raise SpecError([FieldError((), f"is too large for a job file (over {MAX_FILE_BYTES >> 20} MiB)",
                                         file=str(path))])
@@ -319,6 +347,8 @@ def apply_override(doc: Located, text: str, index: int = 0) -> None:
             continue
         if not isinstance(node, dict):
             raise SpecError([FieldError(path[:i], "is not a mapping, cannot set a field in it", file=source)])
+        if part not in node:  # made by this --set: an error about it names the --set, not the file
+            doc.where[path[: i + 1]] = (source, 0)
         node = node.setdefault(part, [] if isinstance(nxt, int) else {})
     last = path[-1]
     value = parse_scalar(raw)

@@ -60,7 +60,7 @@ def test_the_example_renders_valid_manifests_for_every_flavor_that_can_express_i
 @pytest.mark.slow
 def test_the_example_runs_here_as_a_distributed_job() -> None:
     """2 workers through torch.distributed (gloo), each with the template's env and `--local_rank`."""
-    job, _ = load_job_file(EXAMPLE, overrides=['spec.run.python=[train_ds.py,--steps,"5"]'])
+    job, _ = load_job_file(EXAMPLE, overrides=['spec.config.run.python=[train_ds.py,--steps,"5"]'])
     logs = assert_ddp_in_step(run_job(job, FOREIGN), "worker-0", "worker-1")
     lines = logs["worker-0"] + logs["worker-1"]
     assert "rank 0/2 local_rank 0" in lines and "rank 1/2 local_rank 0" in lines

@@ -8,12 +8,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ..options import add_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="a foreign job file (DeepSpeedJob, TrainingWorkload, Kubeflow job, JobSet, Volcano Job); every document "
+        "of it is converted (-o json: one JSON document, a list when there are several)"
+        "; '-' reads stdin (its relative paths and templates then resolve against the current folder)",
+    )
     add_output(p, ["yaml", "json"], "yaml")
     p.add_argument(
         "--strict",
@@ -28,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     documents = load_job_documents(args.file, strict=args.strict)
     out: list[str] = []
+    as_json: list[dict[str, Any]] = []
     for job, conversion in documents:
         if conversion is None:
             print(f"note: {args.file}: {job.name} is already a TrainJob", file=sys.stderr)
@@ -35,12 +43,15 @@ def run(args: argparse.Namespace) -> int:
             for line in conversion.warnings():
                 print(f"warning: {line}", file=sys.stderr)
         if args.output == "json":
-            out.append(json.dumps(job.to_dict(), indent=2) + "\n")
+            as_json.append(job.to_dict())
         elif conversion is None:
             from ..output import dump
 
             out.append(dump(job.to_dict(), "yaml"))
         else:
             out.append(commented_yaml(conversion))
-    sys.stdout.write(("---\n" if args.output == "yaml" else "").join(out))
+    if args.output == "json":  # one JSON document: the job, or the list of them for a file of several
+        sys.stdout.write(json.dumps(as_json[0] if len(as_json) == 1 else as_json, indent=2) + "\n")
+    else:
+        sys.stdout.write("---\n".join(out))
     return 0

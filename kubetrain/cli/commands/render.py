@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ...contract.choices import DEFAULT_FLAVOR
 from ..options import DEFAULT_FLAVOR_HELP, add_flavor, add_output, add_overrides
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="job file: a TrainJob or a foreign kind kubetrain converts (docs/foreign.md); every document of it "
+        "is rendered; '-' reads stdin (its relative paths and templates then resolve against the current folder)",
+    )
     add_flavor(p, default=DEFAULT_FLAVOR, help_text=DEFAULT_FLAVOR_HELP)
     p.add_argument("-n", "--namespace", help="namespace of the objects")
     add_overrides(p)
@@ -19,12 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...backends.kubernetes.render import dump, render_job
-    from ..options import errors_at_source, load_job_source
+    from ..options import errors_at_source, load_job_sources
 
-    job, conversion = load_job_source(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
-    with errors_at_source(conversion):
-        objects, warnings = render_job(job, args.flavor, args.namespace)
-    for warning in warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+    # every document of the file, as kubectl takes them: TrainJobs, and foreign kinds converted
+    objects: list[dict[str, Any]] = []
+    for job, conversion in load_job_sources(args.file, overrides=args.overrides):
+        with errors_at_source(conversion):
+            rendered, warnings = render_job(job, args.flavor, args.namespace)
+        objects += rendered
+        for warning in warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
     sys.stdout.write(dump(objects, args.output))
     return 0

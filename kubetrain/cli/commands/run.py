@@ -55,9 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "file",
         nargs="?",
         help="job file: a TrainJob, or a foreign kind kubetrain converts (DeepSpeedJob, TrainingWorkload, PyTorchJob "
-        "and the training operator's other kinds, JobSet, Volcano Job; see docs/foreign.md)",
+        "and the training operator's other kinds, JobSet, Volcano Job; see docs/foreign.md)"
+        "; '-' reads stdin (its relative paths and templates then resolve against the current folder)",
     )
     add_overrides(p)
+    p.add_argument(
+        "--document",
+        type=int,
+        metavar="N",
+        help="the job to run from a file of several documents (1 is the first)",
+    )
     p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
     p.add_argument(
         "--dry-run",
@@ -140,7 +147,8 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
             raise CliError(
                 f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
             )
-        return load_job_source(args.file, overrides=args.overrides)  # a TrainJob, or a foreign kind converted
+        # a TrainJob, or a foreign kind converted
+        return load_job_source(args.file, overrides=args.overrides, document=args.document)
     return from_dict(quick_document(args), overrides=args.overrides), None
 
 
@@ -152,7 +160,12 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..options import relaxation_lines
+
     job, conversion = load_job(args)
+    if backend_of(args) == "local" and not args.quiet:  # on Kubernetes the render says each relaxation
+        for line in relaxation_lines(job, conversion, "local"):
+            print(f"warning: {line}", file=sys.stderr)
     from ...terminal import OutputSink
 
     started = time.monotonic()

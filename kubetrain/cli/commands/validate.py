@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS, FLAVORS
-from ..options import add_overrides
+from ..options import add_overrides, relaxation_lines
 from ..output import plural, say
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="job files: TrainJobs, or foreign kinds kubetrain converts (DeepSpeedJob, TrainingWorkload, "
-                   "Kubeflow jobs, JobSet, Volcano Job; docs/foreign.md)")
+                   "Kubeflow jobs, JobSet, Volcano Job; docs/foreign.md)"
+                   "; '-' reads stdin (its relative paths and templates then resolve against the current folder)")
     add_overrides(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no output on success")
     p.add_argument("--backend", choices=[*BACKENDS, *BACKEND_ALIASES],
@@ -40,15 +41,17 @@ def run(args: argparse.Namespace) -> int:
     from ...contract.errors import UsageError
     from ...foreign.loader import load_job_documents
     from ...jobspec import SpecError
+    from ...jobspec.load import source_name
 
     backend = _backend(args)
     if args.flavor is not None and backend == "local":
         raise UsageError("--flavor is a Kubernetes flavor: use it with --backend kubernetes")
     failed = 0
-    for path in args.files:
+    for file in args.files:
+        path = source_name(file)  # `-` is shown as <stdin>
         try:
             # TrainJobs, and foreign kinds (DeepSpeedJob, TrainingWorkload, ...) converted
-            jobs = load_job_documents(path, overrides=args.overrides)
+            jobs = load_job_documents(file, overrides=args.overrides)
         except SpecError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
@@ -64,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
             )
             for line in conversion.warnings() if conversion is not None else ():
                 print(f"warning: {line}", file=sys.stderr)
+            if backend is None:  # with a backend, the backend's report says it (once)
+                for line in relaxation_lines(job, conversion, None):
+                    print(f"warning: {line}", file=sys.stderr)
             if backend is not None and not _check(backend, path, job, args.flavor, conversion, quiet=args.quiet):
                 failed += 1
     return 2 if failed else 0
@@ -90,7 +96,8 @@ def _check_local(path: str, job: TrainJob, conversion: Conversion | None, *, qui
     from ...backends.parity.observe import observe_local
 
     seen = observe_local(job)
-    _report(path, "the local backend", job, seen, conversion, quiet=quiet, fatal=True)
+    warnings = [*seen.warnings, *relaxation_lines(job, conversion, "local")]
+    _report(path, "the local backend", job, seen, conversion, quiet=quiet, fatal=True, warnings=warnings)
     return not seen.refused
 
 
@@ -101,8 +108,22 @@ def _check_kubernetes(
 
     seen = [observe_flavor(job, name) for name in ([flavor] if flavor is not None else FLAVORS)]
     able = [one.backend for one in seen if not one.refused]
+    # A warning several flavors give (a pod template's security relaxations, say) is printed once, naming them.
+    flavors_of: dict[str, list[str]] = {}
+    for one in seen:
+        for warning in one.warnings if not one.refused else ():
+            flavors_of.setdefault(warning, []).append(one.backend)
     for one in seen:  # a flavor's refusal is an error when no flavor can run the job
-        _report(path, f"flavor {one.backend}", job, one, conversion, quiet=quiet, fatal=not able)
+        own = [w for w in one.warnings if len(flavors_of.get(w, ())) == 1]
+        _report(path, f"flavor {one.backend}", job, one, conversion, quiet=quiet, fatal=not able, warnings=own)
+    shared: dict[tuple[str, ...], list[str]] = {}
+    for warning, names in flavors_of.items():
+        if len(names) > 1:
+            shared.setdefault(tuple(names), []).append(warning)
+    for flavors, common in shared.items():
+        say(f"{path}: flavors {', '.join(flavors)} each give {plural(len(common), 'warning')}:")
+        for warning in common:
+            say(f"  warning: {warning}")
     if flavor is None:
         which = ", ".join(able) if able else "none"
         message = f"{path}: flavors that can run {job.name}: {which}"
@@ -122,16 +143,18 @@ def _report(
     *,
     quiet: bool,
     fatal: bool,
+    warnings: list[str] | None = None,
 ) -> None:
     """A backend's refusals (always printed; `fatal`: as an error), else its warnings and the fields it
-    would drop silently."""
+    would drop silently (`warnings`: those to print here, when some are printed elsewhere)."""
     if seen.refused:
         count = f"{len(seen.problems)} problems" if len(seen.problems) > 1 else "1 problem"
         lines = [f"{'error: ' if fatal else ''}{path}: {backend} refuses {job.name} ({count}):"]
         lines += ["  " + _problem_text(problem, conversion).replace("\n", "\n  ") for problem in seen.problems]
         print("\n".join(lines), file=sys.stderr)
         return
-    warnings = list(seen.warnings)  # the local ones include the fields it does not use (docs/parity.md)
+    if warnings is None:
+        warnings = list(seen.warnings)  # the local ones include the fields it does not use (docs/parity.md)
     say(f"{path}: {backend} runs {job.name}" + (f", with {len(warnings)} warning(s):" if warnings else ""),
         quiet=quiet and not warnings)
     for warning in warnings:
