@@ -507,6 +507,10 @@ class LocalBackend:
             return False
         state = read_state(state_path(self.store, job_id))
         recorded = self.store.supervisor_process(job_id)
+        if status.phase is JobPhase.PENDING and state is not None and state.alive():
+            # Someone is on the way to start it: its creator, or a supervisor (a resumed job's new one) that has
+            # not recorded itself yet; the supervisor recorded may be the one that suspended it, long gone.
+            return False
         if status.phase is JobPhase.PENDING and recorded is None:
             # Not started yet: a detached supervisor on its way, or the process that created the job about to
             # start it. Only when that process is gone will nobody start it.
@@ -773,6 +777,10 @@ class LocalBackend:
             metrics_dir=metrics_dir_of(files_dir),
         )
         self.store.set_plan_json(job_id, fresh.to_json())
+        # This process takes the job over from the supervisor that suspended it before the job is Pending
+        # again: until the new supervisor records itself, a look at the job must see someone alive starting
+        # it, not the old supervisor's end (which would record the resumed job Failed).
+        write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)
         self.store.set_job_phase(
             job_id,
             JobPhase.PENDING,

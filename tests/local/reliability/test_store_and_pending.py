@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,16 @@ def test_a_garbled_store_under_a_running_job_leaves_no_process_and_keeps_the_log
     wait_gone([*found.values(), supervisor])
     lines = {p.name: p.read_text(errors="replace") for p in log_dir.glob("worker-*.log")}
     assert all(f"{key} up" in lines[f"{key[:-2]}.log"] for key in found), lines
+
+
+def test_a_resumed_job_is_pending_not_lost_before_its_new_supervisor_records_itself(tmp_path: Path) -> None:
+    """Between `resume` making the job Pending and the new supervisor recording itself, the supervisor on
+    record is the one that suspended the job, long gone: a look at the job then must not call it lost."""
+    job_id, supervisor, _ = running_sleepers(tmp_path, "resumeme")
+    with local_backend() as backend:
+        assert backend.suspend(job_id).phase is JobPhase.SUSPENDED
+        while alive(supervisor):  # the supervisor that suspended it finishes and exits (bounded by the timeout)
+            time.sleep(0.05)
+        backend._prepare_resume(job_id)  # what resume does before it starts the new supervisor
+        status = backend.status(job_id)
+    assert (status.phase, status.reason) == (JobPhase.PENDING, "Resumed"), status.summary_line()
