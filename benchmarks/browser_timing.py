@@ -41,8 +41,11 @@ RECORDER = r"""
     if (jobs) {
       mark("jobs rows " + jobs.childElementCount);
       // The server-rendered rows come with the HTML; a change after DOMContentLoaded is the first
-      // rendering of the live stream's "jobs" event.
-      if (loaded && records && records.some(function (r) { return r.target === jobs; })) mark("jobs live");
+      // rendering of the live stream's "jobs" event (which rewrites the count even when no row changed).
+      var count = document.getElementById("count");
+      if (loaded && records && records.some(function (r) { return r.target === jobs || r.target === count; })) {
+        mark("jobs live");
+      }
     }
   }
   document.addEventListener("DOMContentLoaded", function () { loaded = true; });

@@ -2,10 +2,12 @@
 
 Routes:
 
-- `GET /`: the jobs table; `GET /events`: its updates (event `jobs`, every row, on each change).
-- `GET /jobs/{backend}/{id}`: a job's page; `GET .../events`: its updates (`status`: the page's data;
-  `metrics`: the metric names and how many samples there are, which the page turns into new plot URLs).
-- `GET .../logs?role=&index=&grep=&tail=`: the merged output, followed (events `lines`, then `end`).
+- `GET /`: the jobs table; `GET /events?have=DIGEST`: its updates (event `jobs`: the rows that changed and,
+  when it moved, the rows' order; see `table_diff.py`).
+- `GET /jobs/{backend}/{id}`: a job's page; `GET .../events?role=&index=&grep=&tail=`: its one stream
+  (`status`: the page's data; `metrics`: the metric names and how many samples there are, which the page
+  turns into new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters,
+  followed). One stream per page: a browser holds at most 6 connections to one host for all its tabs.
 - `GET .../metrics/{name}.svg?x=step|time`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
 - `POST .../{cancel|suspend|resume|delete}`: an action (CSRF token and same origin required).
 
@@ -22,8 +24,7 @@ import contextlib
 import json
 import re
 import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -41,6 +42,7 @@ from . import pages, svg
 from .changes import ChangeFeed
 from .security import Guard, new_session
 from .sources import Source
+from .table_diff import TableState, is_empty, rows_digest
 from .views import ACTIONS
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -219,17 +221,25 @@ class Pipe:
     def wake(self) -> None:
         self._notify()
 
-    async def take(self, most: int, timeout: float) -> list[Any]:
-        """Up to `most` items, waiting at most `timeout` seconds for the first."""
-        if not self.items and not self.done:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), timeout)
+    def take(self, most: int) -> list[Any]:
+        """Up to `most` of the items read so far (none: nothing new)."""
         self._ready.clear()
         with self._lock:
             batch = [self.items.popleft() for _ in range(min(most, len(self.items)))]
             if self.items:
                 self._ready.set()
         return batch
+
+    async def ready(self, timeout: float) -> None:
+        """Once there are items to take or the iterator has ended (or after `timeout` seconds)."""
+        if not self.items and not self.done:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+
+    @property
+    def pending(self) -> bool:
+        """Items to take, or an end not yet taken."""
+        return bool(self.items) or self.done
 
     @property
     def finished(self) -> bool:
@@ -278,6 +288,23 @@ class MetricsTracker:
 
 
 # -- the app -----------------------------------------------------------------------------------------------
+
+
+def log_filters(query: Mapping[str, str]) -> dict[str, Any]:
+    """The log's filters from a stream's parameters (`role`, `index`, `grep`, `tail`; empty ones ignored).
+
+    Raises ValueError or re.error for a value that is not a number or not a regular expression."""
+    filters: dict[str, Any] = {}
+    if query.get("role"):
+        filters["role"] = query["role"]
+    if query.get("index"):
+        filters["index"] = int(query["index"])
+    if query.get("tail"):
+        filters["tail"] = max(0, int(query["tail"]))
+    if query.get("grep"):
+        re.compile(query["grep"])
+        filters["grep"] = query["grep"]
+    return filters
 
 
 def _sse(event: str, data: Any) -> str:
@@ -350,22 +377,33 @@ class WebView:
 
     async def index(self, request: Request) -> Response:
         rows, errors = await self.all_rows()
-        return HTMLResponse(pages.jobs_page(rows, list(self.sources), self.csrf(request), errors))
+        digest = rows_digest([r.to_json() for r in rows])
+        return HTMLResponse(pages.jobs_page(rows, list(self.sources), self.csrf(request), errors, digest))
 
     async def api_jobs(self, request: Request) -> Response:
         rows, errors = await self.all_rows()
         return JSONResponse({"jobs": [r.to_json() for r in rows], "errors": errors})
 
     async def jobs_events(self, request: Request) -> Response:
+        # The page says what it shows by the digest of the rows it was rendered with: if they are still the
+        # rows, the first event changes nothing (see `table_diff`); else the page gets every row once.
+        have = request.query_params.get("have", "")
+
         async def stream() -> AsyncIterator[str]:
             seen = self.any_change.version
-            last: Any = None
+            state: TableState | None = None
+            last_errors: list[str] | None = None
             while not self.closing:
                 rows, errors = await self.all_rows()
-                data = {"jobs": [r.to_json() for r in rows], "errors": errors, "now": time.time()}
-                if (data["jobs"], errors) != last:
-                    last = (data["jobs"], errors)
-                    yield _sse("jobs", data)
+                current = [r.to_json() for r in rows]
+                if state is None:
+                    state = TableState.of(current) if have and have == rows_digest(current) else TableState()
+                    yield _sse("jobs", state.changes(current, errors))  # always one: the page is now live
+                else:
+                    event = state.changes(current, errors)
+                    if not is_empty(event) or errors != last_errors:
+                        yield _sse("jobs", event)
+                last_errors = errors
                 now = await self.any_change.wait(seen, KEEPALIVE)
                 if now == seen:
                     yield ": keepalive\n\n"
@@ -412,90 +450,92 @@ class WebView:
         return JSONResponse(detail.to_json())
 
     async def job_events(self, request: Request) -> Response:
+        """The job page's one stream: `status`, `metrics` and its log (`lines`, then `end` or `failed`), with
+        the log's filters as the stream's parameters. One connection per page, because a browser opens at
+        most 6 to one host across all of its tabs (HTTP/1.1; HTTP/2 only over TLS): with a stream per
+        panel, the fourth tab on a running job would wait for a connection and never load."""
         source = self.source(request)
         job_id = request.path_params["job_id"]
+        filters: dict[str, Any] | None = None
+        filter_error: str | None = None
+        try:
+            filters = log_filters(request.query_params)
+        except (ValueError, re.error) as exc:
+            filter_error = f"bad filter: {exc}"
+        loop = asyncio.get_running_loop()
 
         async def stream() -> AsyncIterator[str]:
-            seen = source.feed.version
+            pipe: Pipe | None = None
+            if filters is not None:
+                log_filter = filters
+                pipe = Pipe(loop).run(lambda: source.logs(job_id, **log_filter), name=f"ui-logs-{job_id}")
+                self.pipes.add(pipe)
+            else:
+                yield _sse("failed", {"message": filter_error})
+            status_seen = -1
             last: Any = None
             tracker: MetricsTracker | None = None
             metrics_seen = -1
-            while not self.closing:
-                try:
-                    detail = await asyncio.to_thread(source.detail, job_id)
-                except KubetrainError as exc:
-                    yield _sse("gone", {"message": str(exc)})
-                    return
-                data = detail.to_json()
-                if data != last:
-                    last = data
-                    yield _sse("status", data)
-                if tracker is None and source.has_metrics():
-                    tracker = self.tracker(source, detail.row.id)
-                if tracker is not None:
-                    if not tracker.running and detail.row.phase not in ("Succeeded", "Failed", "Cancelled"):
-                        tracker.follow(source, detail.row.id)
-                    if tracker.feed.version != metrics_seen:
+            try:
+                while not self.closing:
+                    if source.feed.version != status_seen:
+                        status_seen = source.feed.version
+                        try:
+                            detail = await asyncio.to_thread(source.detail, job_id)
+                        except KubetrainError as exc:
+                            yield _sse("gone", {"message": str(exc)})
+                            return
+                        data = detail.to_json()
+                        if data != last:
+                            last = data
+                            yield _sse("status", data)
+                        if tracker is None and source.has_metrics():
+                            tracker = self.tracker(source, detail.row.id)
+                        if (
+                            tracker is not None
+                            and not tracker.running
+                            and detail.row.phase not in ("Succeeded", "Failed", "Cancelled")
+                        ):
+                            tracker.follow(source, detail.row.id)
+                    if tracker is not None and tracker.feed.version != metrics_seen:
                         metrics_seen = tracker.feed.version
                         yield _sse(
                             "metrics",
                             {"names": tracker.names(), "version": metrics_seen, "samples": len(tracker.samples)},
                         )
-                waits = [asyncio.ensure_future(source.feed.wait(seen, KEEPALIVE))]
-                if tracker is not None:
-                    waits.append(asyncio.ensure_future(tracker.feed.wait(metrics_seen, KEEPALIVE)))
-                try:
-                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    for w in waits:
-                        w.cancel()
-                if source.feed.version == seen and (tracker is None or tracker.feed.version == metrics_seen):
-                    yield ": keepalive\n\n"
-                    continue
-                await asyncio.sleep(COALESCE)
-                seen = source.feed.version
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
-
-    async def logs(self, request: Request) -> Response:
-        source = self.source(request)
-        job_id = request.path_params["job_id"]
-        q = request.query_params
-        filters: dict[str, Any] = {}
-        try:
-            if q.get("role"):
-                filters["role"] = q["role"]
-            if q.get("index"):
-                filters["index"] = int(q["index"])
-            if q.get("tail"):
-                filters["tail"] = max(0, int(q["tail"]))
-            if q.get("grep"):
-                re.compile(q["grep"])
-                filters["grep"] = q["grep"]
-        except (ValueError, re.error) as exc:
-            error = f"bad filter: {exc}"
-            return StreamingResponse(iter([_sse("failed", {"message": error})]), media_type="text/event-stream")
-        loop = asyncio.get_running_loop()
-
-        async def stream() -> AsyncIterator[str]:
-            pipe = Pipe(loop).run(lambda: source.logs(job_id, **filters), name=f"ui-logs-{job_id}")
-            self.pipes.add(pipe)
-            try:
-                while not self.closing:
-                    batch = await pipe.take(LOG_BATCH, KEEPALIVE)
-                    if batch:
-                        yield _sse("lines", [[r.key, r.stream, r.text, r.time_ns] for r in batch])
-                    elif not pipe.finished:
+                    if pipe is not None:
+                        while batch := pipe.take(LOG_BATCH):
+                            yield _sse("lines", [[r.key, r.stream, r.text, r.time_ns] for r in batch])
+                        if pipe.finished:
+                            if pipe.error is not None:
+                                yield _sse("failed", {"message": str(pipe.error)})
+                            else:
+                                yield _sse("end", {"dropped": pipe.dropped})
+                            self.pipes.discard(pipe)
+                            pipe = None
+                    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(source.feed.wait(status_seen, KEEPALIVE))]
+                    if tracker is not None:
+                        waits.append(asyncio.ensure_future(tracker.feed.wait(metrics_seen, KEEPALIVE)))
+                    if pipe is not None:
+                        waits.append(asyncio.ensure_future(pipe.ready(KEEPALIVE)))
+                    try:
+                        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        for w in waits:
+                            w.cancel()
+                    fed = source.feed.version != status_seen or (
+                        tracker is not None and tracker.feed.version != metrics_seen
+                    )
+                    if fed:
+                        # The rest of a burst of changes, so that it costs the page one update; log lines
+                        # need no wait: each event takes every line read by then.
+                        await asyncio.sleep(COALESCE)
+                    elif pipe is None or not pipe.pending:
                         yield ": keepalive\n\n"
-                    if pipe.finished:
-                        if pipe.error is not None:
-                            yield _sse("failed", {"message": str(pipe.error)})
-                        else:
-                            yield _sse("end", {"dropped": pipe.dropped})
-                        return
             finally:
-                pipe.stopped.set()
-                self.pipes.discard(pipe)
+                if pipe is not None:
+                    pipe.stopped.set()
+                    self.pipes.discard(pipe)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 
@@ -533,7 +573,6 @@ class WebView:
             Route(job, self.job),
             Route(job + "/detail.json", self.detail_json),
             Route(job + "/events", self.job_events),
-            Route(job + "/logs", self.logs),
             Route(job + "/metrics/{name}.svg", self.metric_svg),
             Route(job + "/{action}", self.action, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),

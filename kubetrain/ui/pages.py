@@ -64,7 +64,11 @@ def job_row_html(row: JobRow, now: float) -> str:
     )
 
 
-def jobs_page(rows: Sequence[JobRow], backends: Sequence[str], csrf: str, errors: Iterable[str] = ()) -> str:
+def jobs_page(
+    rows: Sequence[JobRow], backends: Sequence[str], csrf: str, errors: Iterable[str] = (), digest: str = ""
+) -> str:
+    """The jobs table; `digest` (`table_diff.rows_digest` of `rows`) goes to the live stream, which then
+    sends only what changed since this page was rendered."""
     now = _time.time()
     body = [
         '<h1>Jobs <small id="count">',
@@ -78,7 +82,8 @@ def jobs_page(rows: Sequence[JobRow], backends: Sequence[str], csrf: str, errors
         "</tbody></table>",
         f'<p id="empty" class="muted"{"" if not rows else " hidden"}>No jobs yet: kubetrain run ...</p>',
     ]
-    return _layout("jobs", "".join(body), page="jobs", csrf=csrf, data={"events": "/events"})
+    events = "/events" + (f"?have={quote(digest)}" if digest else "")
+    return _layout("jobs", "".join(body), page="jobs", csrf=csrf, data={"events": events})
 
 
 def replicas_html(replicas: Sequence[dict[str, object]]) -> str:
@@ -186,7 +191,7 @@ def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_v
         body,
         page="job",
         csrf=csrf,
-        data={"id": row.id, "job": href, "events": f"{href}/events", "logs": f"{href}/logs"},
+        data={"id": row.id, "job": href, "events": f"{href}/events"},
     )
 
 

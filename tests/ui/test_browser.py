@@ -153,6 +153,44 @@ def test_local_job_live(browser: Any, tmp_path: Path) -> None:
         local.close()
 
 
+TABS = 8
+"""More tabs on a running job than the 6 connections a browser opens to one host across all its tabs."""
+
+
+def test_eight_tabs_on_a_running_job_all_load_and_stream(browser: Any, tmp_path: Path) -> None:
+    """Each job page holds one event stream (status, metrics and log together): eight tabs of one browser on a
+    running job all finish loading, and each shows the log line the job prints after they opened."""
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=2)
+    first = browser.current_window_handle
+    browser.set_page_load_timeout(WAIT)  # a tab left waiting for a connection fails here, not in 5 minutes
+    try:
+        local.resume(job.job_id)
+        with Background([local]) as bg:
+            href = f"{bg.url}/jobs/local/{job.job_id}"
+            tabs = []
+            for _ in range(TABS):
+                browser.switch_to.new_window("tab")
+                browser.get(href)  # returns at the page's load event
+                tabs.append(browser.current_window_handle)
+                until(browser, "the page's log streamed", lambda d: "replica 1 step 4" in text(d, "#log"))
+            job.open_gate(0)  # a line printed now reaches every tab over its one open stream
+            for tab in tabs:
+                browser.switch_to.window(tab)
+                until(browser, "the live line in every tab", lambda d: "replica 1 step 9" in text(d, "#log"))
+                assert text(browser, "#phase") == "Running"
+    finally:
+        for handle in browser.window_handles:
+            if handle != first:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(first)
+        release(job)
+        if not local.status(job.job_id).phase.is_terminal:
+            local.cancel(job.job_id)
+        local.close()
+
+
 def test_kubernetes_job_live(browser: Any, emulated: Cluster) -> None:
     cluster = emulated
     backend = cluster.backend()

@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
@@ -19,14 +21,45 @@ from tests.ui.helpers import XSS, Events, cookies_of, gated_job, lines_of, relea
 CSRF = re.compile(r'<meta name="kubetrain-csrf" content="([0-9a-f]+)">')
 
 
+def gather(events: Events, *, lines: int, samples: int) -> dict[str, Any]:
+    """From a job page's stream: its next `lines` log lines, the latest status, and the metrics event that
+    counts `samples` samples (whichever comes first: they share the stream)."""
+    got: dict[str, Any] = {"lines": []}
+    for event, data in events:
+        if event == "lines":
+            got["lines"] += [(key, text) for key, _s, text, _t in data]
+        elif event in ("status", "metrics"):
+            got[event] = data
+        if len(got["lines"]) >= lines and got.get("metrics", {}).get("samples") == samples:
+            return got
+    raise AssertionError(f"the stream ended early: {got}")
+
+
+def log_events(url: str) -> list[tuple[str, Any]]:
+    """The events of a job page's stream up to the end of its log (the stream itself goes on)."""
+    seen = []
+    with Events(url) as events:
+        for event, data in events:
+            seen.append((event, data))
+            if event in ("end", "failed"):
+                return seen
+    raise AssertionError("the stream ended before its log did")
+
+
+EVENTS = re.compile(r'data-events="([^"]+)"')
+
+
 def test_jobs_table_updates_live_when_the_store_changes(
     server: Background, local: LocalBackend, tmp_path: Path
 ) -> None:
     with Events(server.url + "/events") as events:
         first = events.until("jobs")
-        assert first["jobs"] == []
+        assert first == {"upsert": [], "order": None, "errors": []}
         job = gated_job(local, tmp_path, gates=1)
-        row = events.until("jobs", lambda d: len(d["jobs"]) == 1)["jobs"][0]
+        key = f"local/{job.job_id}"
+        added = events.until("jobs", lambda d: d["order"] is not None)
+        assert added["order"] == [key]
+        [row] = added["upsert"]
         assert (row["id"], row["backend"], row["framework"], row["phase"]) == (
             job.job_id,
             "local",
@@ -35,13 +68,43 @@ def test_jobs_table_updates_live_when_the_store_changes(
         )
         assert (row["ready"], row["total"], row["restarts"]) == (0, 2, 0)
         local.resume(job.job_id)
-        running = events.until("jobs", lambda d: d["jobs"][0]["ready"] == 2)["jobs"][0]
-        assert running["phase"] == "Running"
+        running = events.until("jobs", lambda d: d["upsert"] and d["upsert"][0]["ready"] == 2)
+        assert running["order"] is None and running["upsert"][0]["phase"] == "Running"
         job.open_gate(0)
-        done = events.until("jobs", lambda d: d["jobs"][0]["phase"] == "Succeeded")["jobs"][0]
+        done = events.until("jobs", lambda d: d["upsert"] and d["upsert"][0]["phase"] == "Succeeded")["upsert"][0]
         assert (done["ready"], done["total"]) == (2, 2)
     page = request(server.url + "/")
     assert page.status == 200 and f'href="/jobs/local/{job.job_id}"' in page.body and "Succeeded" in page.body
+
+
+def test_jobs_table_stream_sends_only_the_rows_that_changed(
+    server: Background, local: LocalBackend, tmp_path: Path
+) -> None:
+    """The page's first live update changes nothing when nothing changed since it was rendered; later ones
+    carry only the rows that changed, and the order only when a job came or went."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    quiet = gated_job(local, tmp_path / "a", gates=1, name="quiet")
+    busy = gated_job(local, tmp_path / "b", gates=1, name="busy")
+    try:
+        page = request(server.url + "/")
+        [address] = EVENTS.findall(page.body)
+        assert address.startswith("/events?have=")
+        with Events(server.url + address.replace("&amp;", "&")) as events:
+            assert events.until("jobs") == {"upsert": [], "order": None, "errors": []}
+            local.resume(busy.job_id)
+            running = events.until("jobs", lambda d: d["upsert"] and d["upsert"][0]["ready"] == 2)
+            assert {r["id"] for r in running["upsert"]} == {busy.job_id} and running["order"] is None
+            local.delete(quiet.job_id)
+            gone = events.until("jobs", lambda d: d["order"] is not None)
+            assert gone["order"] == [f"local/{busy.job_id}"] and gone["upsert"] == []
+        # A page rendered before the table changed (its digest no longer matches) is sent every row.
+        with Events(server.url + address.replace("&amp;", "&")) as events:
+            first = events.until("jobs")
+            assert [r["id"] for r in first["upsert"]] == [busy.job_id] and first["order"] == [f"local/{busy.job_id}"]
+    finally:
+        release(busy)
+        release(quiet)
 
 
 def test_job_page_status_logs_metrics_and_escaping(server: Background, local: LocalBackend, tmp_path: Path) -> None:
@@ -67,13 +130,10 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
         job.open_gate(0)
         job.open_gate(1)
         assert local.status(job.job_id).phase in (JobPhase.RUNNING, JobPhase.SUCCEEDED)
-        with Events(href + "/logs?role=worker&index=1") as logs:
-            events_seen = list(logs)
-        assert events_seen[-1][0] == "end"
-        lines = lines_of(events_seen)
+        lines = lines_of(log_events(href + "/events?role=worker&index=1"))
         assert {key for key, _ in lines} == {"worker-1"}
         assert (("worker-1", XSS)) in lines and ("worker-1", "replica 1 step 9") in lines
-        tail = lines_of(list(Events(href + "/logs?tail=1")))
+        tail = lines_of(log_events(href + "/events?tail=1"))
         assert sorted(tail) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
         svg = request(f"{href}/metrics/loss.svg?x=time").body
         assert svg.count('data-points="10"') == 2 and "loss by time" in svg
@@ -82,6 +142,35 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
     page = request(href)
     assert page.status == 200
     assert "<script>alert" not in page.body  # nothing from the job is markup
+
+
+def test_job_page_holds_one_stream_for_status_metrics_and_its_filtered_log(
+    server: Background, local: LocalBackend, tmp_path: Path
+) -> None:
+    """A browser opens at most 6 connections to one host across its tabs: the job page names one event stream,
+    which carries the status, the metrics and the live log lines with the page's filters."""
+    job = gated_job(local, tmp_path, gates=2)
+    href = f"{server.url}/jobs/local/{job.job_id}"
+    try:
+        page = request(href)
+        assert EVENTS.findall(page.body) == [f"/jobs/local/{job.job_id}/events"]
+        assert "/logs" not in page.body
+        local.resume(job.job_id)
+        with Events(href + "/events?" + urlencode({"grep": "step [49]$"})) as events:
+            got = gather(events, lines=2, samples=10)
+            assert got["status"]["row"]["id"] == job.job_id
+            assert sorted(got["lines"]) == [("worker-0", "replica 0 step 4"), ("worker-1", "replica 1 step 4")]
+            job.open_gate(0)  # the job goes on: its new lines come on the same stream, still filtered
+            more = gather(events, lines=2, samples=20)
+            assert sorted(more["lines"]) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
+            assert more["metrics"]["names"] == ["loss"]
+        for bad in ("grep=(", "index=one"):
+            with Events(f"{href}/events?{bad}") as events:
+                event, data = next(iter(events))
+                assert event == "failed" and data["message"].startswith("bad filter"), (bad, data)
+                assert events.until("status")["row"]["phase"] == "Running"  # the page's status goes on
+    finally:
+        release(job)
 
 
 def test_failure_summary_is_escaped_on_the_page(server: Background, local: LocalBackend, tmp_path: Path) -> None:

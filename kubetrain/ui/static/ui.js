@@ -35,9 +35,9 @@
     return Math.floor(h / 24) + "d";
   }
 
-  function updateAges() {
+  function updateAges(root) {
     var now = Date.now() / 1000;
-    document.querySelectorAll("td.age[data-created]").forEach(function (td) {
+    (root || document).querySelectorAll("td.age[data-created]").forEach(function (td) {
       var created = parseFloat(td.getAttribute("data-created"));
       if (!isNaN(created)) td.textContent = formatAge(now - created);
     });
@@ -47,6 +47,21 @@
     var dot = document.getElementById("live");
     source.addEventListener("open", function () { if (dot) dot.className = "live on"; });
     source.addEventListener("error", function () { if (dot) dot.className = "live"; });
+  }
+
+  // A browser opens at most 6 connections to one host for all of its tabs (HTTP/1.1), and every page's
+  // event stream holds one: a tab in the background gives its stream up, so the tabs in front (and new
+  // ones) can load; it reopens the stream, and so catches up, when it is shown again.
+  function whileVisible(resume, pause) {
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "hidden") {
+        pause();
+        var dot = document.getElementById("live");
+        if (dot) dot.className = "live";
+      } else {
+        resume();
+      }
+    });
   }
 
   // -- the jobs table -------------------------------------------------------------------------------
@@ -72,18 +87,49 @@
     return tr;
   }
 
+  // The stream sends only what changed (kubetrain/ui/table_diff.py): the rows that are new or differ, and
+  // every row's key in order when the set or order of rows moved. Rows that did not change are not touched.
   function jobsPage() {
     var tbody = document.querySelector("#jobs tbody");
-    var source = new EventSource(body.getAttribute("data-events"));
-    live(source);
-    source.addEventListener("jobs", function (event) {
+    var rows = {};
+    Array.prototype.forEach.call(tbody.rows, function (tr) { rows[tr.getAttribute("data-key")] = tr; });
+    var shown = {}; // each row's data as last drawn from the stream (a reopened stream resends every row)
+    var source = null;
+    function open(address) {
+      source = new EventSource(address);
+      live(source);
+      source.addEventListener("jobs", apply);
+    }
+    function apply(event) {
       var data = JSON.parse(event.data);
-      var rows = data.jobs.map(jobRow);
-      tbody.replaceChildren.apply(tbody, rows);
-      document.getElementById("count").textContent = String(rows.length);
-      document.getElementById("empty").hidden = rows.length > 0;
-      updateAges();
-    });
+      data.upsert.forEach(function (job) {
+        var key = job.backend + "/" + job.id;
+        var json = JSON.stringify(job);
+        if (shown[key] === json) return;
+        shown[key] = json;
+        var tr = jobRow(job);
+        updateAges(tr);
+        if (rows[key]) tbody.replaceChild(tr, rows[key]);
+        else tbody.appendChild(tr); // put in its place by the order that comes with a new row
+        rows[key] = tr;
+      });
+      if (data.order) {
+        var wanted = {};
+        data.order.forEach(function (key) { wanted[key] = true; });
+        Object.keys(rows).forEach(function (key) {
+          if (!wanted[key]) { tbody.removeChild(rows[key]); delete rows[key]; delete shown[key]; }
+        });
+        data.order.forEach(function (key, i) {
+          var tr = rows[key];
+          if (tr && tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+        });
+      }
+      document.getElementById("count").textContent = String(tbody.rows.length);
+      document.getElementById("empty").hidden = tbody.rows.length > 0;
+    }
+    open(body.getAttribute("data-events"));
+    // The page's digest says what was rendered; after a pause the stream starts from every row.
+    whileVisible(function () { open("/events"); }, function () { source.close(); });
     updateAges();
     setInterval(updateAges, 5000); // ages tick in the page; nothing is asked of the server
   }
@@ -176,47 +222,64 @@
     document.getElementById("no-metrics").hidden = d.names.length > 0;
   }
 
-  var logSource = null;
+  // The page's one event stream: status, metrics and the log, with the log's filters as its parameters
+  // (a browser holds at most 6 connections to one host for all its tabs, so a page holds one).
+  var source = null;
   var logLines = 0;
 
-  function startLogs() {
+  function resetLog() {
+    document.getElementById("log").replaceChildren();
+    document.getElementById("log-error").hidden = true;
+    document.getElementById("log-count").textContent = "";
+    logLines = 0;
+  }
+
+  function appendLines(lines) {
+    var box = document.getElementById("log");
+    // One text block per batch: ten thousand lines are a handful of nodes, not ten thousand.
+    var text = lines.map(function (l) { return "[" + l[0] + "] " + l[2]; }).join("\n");
+    box.appendChild(el("pre", text, "chunk"));
+    logLines += lines.length;
+    while (logLines > MAX_LOG_LINES && box.firstChild) {
+      logLines -= box.firstChild.textContent.split("\n").length;
+      box.removeChild(box.firstChild);
+    }
+    document.getElementById("log-count").textContent = logLines + " lines";
+    if (document.getElementById("log-follow").checked) box.scrollTop = box.scrollHeight;
+  }
+
+  function logError(message) {
+    var error = document.getElementById("log-error");
+    error.textContent = message;
+    error.hidden = false;
+  }
+
+  // (Re)opened when a log filter changes: the server then reads the log again with the new filters.
+  function openStream() {
     var form = document.getElementById("log-filters");
     var params = new URLSearchParams();
     ["role", "index", "grep", "tail"].forEach(function (k) {
       var v = form.elements[k].value;
       if (v !== "") params.set(k, v);
     });
-    if (logSource) logSource.close();
-    var box = document.getElementById("log");
-    var error = document.getElementById("log-error");
-    var count = document.getElementById("log-count");
-    box.replaceChildren();
-    error.hidden = true;
-    logLines = 0;
-    count.textContent = "";
-    var source = new EventSource(body.getAttribute("data-logs") + "?" + params.toString());
-    logSource = source;
-    source.addEventListener("lines", function (event) {
-      var lines = JSON.parse(event.data);
-      // One text block per batch: ten thousand lines are a handful of nodes, not ten thousand.
-      var text = lines.map(function (l) { return "[" + l[0] + "] " + l[2]; }).join("\n");
-      box.appendChild(el("pre", text, "chunk"));
-      logLines += lines.length;
-      while (logLines > MAX_LOG_LINES && box.firstChild) {
-        logLines -= box.firstChild.textContent.split("\n").length;
-        box.removeChild(box.firstChild);
-      }
-      count.textContent = logLines + " lines";
-      if (document.getElementById("log-follow").checked) box.scrollTop = box.scrollHeight;
+    if (source) source.close();
+    resetLog();
+    var query = params.toString();
+    var stream = new EventSource(body.getAttribute("data-events") + (query ? "?" + query : ""));
+    source = stream;
+    live(stream);
+    // Every connection sends the log from its start: after a reconnect, the page starts it over.
+    stream.addEventListener("open", resetLog);
+    stream.addEventListener("status", function (event) { renderStatus(JSON.parse(event.data)); });
+    stream.addEventListener("metrics", function (event) { renderMetrics(JSON.parse(event.data)); });
+    stream.addEventListener("lines", function (event) { appendLines(JSON.parse(event.data)); });
+    stream.addEventListener("end", function () {
+      document.getElementById("log").appendChild(el("div", "— end of output —", "log-end"));
     });
-    source.addEventListener("end", function () {
-      source.close();
-      box.appendChild(el("div", "— end of output —", "log-end"));
-    });
-    source.addEventListener("failed", function (event) {
-      source.close();
-      error.textContent = JSON.parse(event.data).message;
-      error.hidden = false;
+    stream.addEventListener("failed", function (event) { logError(JSON.parse(event.data).message); });
+    stream.addEventListener("gone", function (event) {
+      stream.close();
+      document.getElementById("message").textContent = JSON.parse(event.data).message;
     });
   }
 
@@ -245,14 +308,6 @@
   }
 
   function jobPage() {
-    var source = new EventSource(body.getAttribute("data-events"));
-    live(source);
-    source.addEventListener("status", function (event) { renderStatus(JSON.parse(event.data)); });
-    source.addEventListener("metrics", function (event) { renderMetrics(JSON.parse(event.data)); });
-    source.addEventListener("gone", function (event) {
-      source.close();
-      document.getElementById("message").textContent = JSON.parse(event.data).message;
-    });
     document.getElementById("metric-x").addEventListener("change", function () {
       document.querySelectorAll("#metrics img.plot").forEach(function (img) {
         img.src = plotSrc(img.getAttribute("data-metric"));
@@ -260,12 +315,13 @@
     });
     document.getElementById("log-filters").addEventListener("submit", function (event) {
       event.preventDefault();
-      startLogs();
+      openStream();
     });
     document.querySelectorAll("button.action").forEach(function (b) {
       b.addEventListener("click", function () { act(b); });
     });
-    startLogs();
+    openStream();
+    whileVisible(openStream, function () { if (source) source.close(); });
   }
 
   if (body.getAttribute("data-page") === "jobs") jobsPage();
