@@ -507,10 +507,6 @@ class LocalBackend:
             return False
         state = read_state(state_path(self.store, job_id))
         recorded = self.store.supervisor_process(job_id)
-        if status.phase is JobPhase.PENDING and state is not None and state.alive():
-            # Someone is on the way to start it: its creator, or a supervisor (a resumed job's new one) that has
-            # not recorded itself yet; the supervisor recorded may be the one that suspended it, long gone.
-            return False
         if status.phase is JobPhase.PENDING and recorded is None:
             # Not started yet: a detached supervisor on its way, or the process that created the job about to
             # start it. Only when that process is gone will nobody start it.
