@@ -10,6 +10,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
@@ -139,6 +140,24 @@ class OutputSink:
         with self._lock:
             self._redraw = True
         self.flush()
+
+    def clear_status(self, wait: float = 2.0) -> None:
+        """Erase the status line for good. Another thread may be in the middle of a write: it takes the erase
+        after its write, so the line is forgotten only once that write is done (or after `wait` seconds, for a
+        terminal that stopped reading) — forgetting it earlier would leave it on the screen."""
+        with self._lock:
+            if self.status_line is None:
+                return
+            self.status_line = lambda: ""
+            self._redraw = True
+        self.flush()
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                if (not self._writing and not self._redraw) or time.monotonic() > deadline:
+                    self.status_line = None
+                    return
+            time.sleep(0.005)  # a write in another thread finishing; bounded by `wait`
 
     def flush(self) -> None:
         """Write the queued lines (unless another thread is writing: it takes them after its write)."""

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,10 +235,15 @@ def test_restarts_reuse_the_server_and_terminate_spares_it(tmp_path: Path) -> No
     (tmp_path / "job.py").write_text("import os, time\nprint(os.getppid(), flush=True)\ntime.sleep(300)\n")
     group_specs = specs(tmp_path, [PY, "job.py"])
     with ProcessGroup(group_specs) as group:
-        for _ in range(2):
+        for attempt in range(2):
             started = group.start()
             assert group._server is not None
             server = group._server.pid
+            # Each replica says who forked it before it is stopped (stopped at once, it may not have yet).
+            deadline = time.monotonic() + 60
+            while sum(len(lines(s.log_path, "stdout")) for s in group_specs) < 2 * (attempt + 1):
+                assert time.monotonic() < deadline, "the replicas never printed their parent"
+                assert group.wait_exit(timeout=0.1) == []
             events = group.terminate(grace=5)
             assert sorted((e.key, e.returncode) for e in events) == [("w-0", -15), ("w-1", -15)]
             assert not any(alive(pid) for pid, _ in started.values())

@@ -251,9 +251,7 @@ class LiveStatus:
         self._stop.set()
         self._changed.set()
         self.progress.job_known.set()
-        self.terminal.status_line = lambda: ""
-        self.terminal.redraw_status()
-        self.terminal.status_line = None
+        self.terminal.clear_status()
 
     def _draw(self) -> None:
         """Redraw when the status changed, and every `STATUS_EVERY` seconds for the clock."""
