@@ -470,7 +470,6 @@ def test_the_pytorchjob_runs_here_through_torch_distributed(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_the_tfjob_runs_here_through_tensorflow() -> None:
     """Chief and Worker train in sync with MultiWorkerMirroredStrategy, configured by kubetrain's TF_CONFIG."""
-    pytest.importorskip("tensorflow")
     job, _ = load_job_file(FOREIGN / "tfjob.yaml")
     status = run_job(job, FOREIGN)
     logs = log_lines(status.job_id)

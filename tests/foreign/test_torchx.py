@@ -19,11 +19,10 @@ from tests.support.manifest_schemas import assert_valid
 
 def _torchx() -> tuple[Any, Any]:
     """torchx.specs and torchx.components.dist; the tests need the real TorchX to build AppDefs."""
-    try:
-        import torchx.components.dist as dist  # type: ignore[import-untyped, unused-ignore]
-        import torchx.specs as specs  # type: ignore[import-untyped, unused-ignore]
-    except (ImportError, ValueError) as exc:  # torchx < 0.4 cannot be imported on Python 3.11 (a ValueError)
-        pytest.skip(f"torchx cannot be imported here: {exc!r} (install torchx>=0.7)")
+    # scripts/test.sh installs torchx 0.7.0 (torchx < 0.4 cannot be imported on Python 3.11).
+    import torchx.components.dist as dist  # type: ignore[import-untyped, unused-ignore]
+    import torchx.specs as specs  # type: ignore[import-untyped, unused-ignore]
+
     return specs, dist
 
 

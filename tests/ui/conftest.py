@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.ui import INSTALL_HINT, missing_dependencies
 
-if missing_dependencies():
-    pytest.skip(f"the web view's extra is not installed ({INSTALL_HINT})", allow_module_level=True)
+# The test extra installs kubetrain[ui]: without it the web view's tests fail here, saying what to install.
+assert not missing_dependencies(), f"the web view's extra is not installed ({INSTALL_HINT})"
 
-from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.ui.server import Background
+from kubetrain.ui.server import Background  # noqa: E402 (needs the extra, checked above)
 
 
 @pytest.fixture

@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from kubetrain.backends.local.logfiles import iter_log
 from kubetrain.backends.local.supervisor import _Heartbeat, read_state, write_state
 from tests.support.helpers import alive, job_file, wait_for, wait_gone
@@ -46,14 +44,12 @@ for i in range(int(sys.argv[1])):
 def on_small_disk(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
     """Run the shell `script` in a private mount namespace where $HOME_DIR is a fresh 2 MB tmpfs; it copies
     what the test checks to $OUT (the tmpfs goes away with the namespace)."""
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed: no way to mount a small filesystem")
+    assert shutil.which("unshare") is not None, "unshare (util-linux) mounts the small filesystem"
     home, out = tmp_path / "small-disk", tmp_path / "out"
     home.mkdir()
     out.mkdir()
     probe = subprocess.run(["unshare", "-Urm", "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"user namespaces are not permitted here ({probe.stderr.strip()}): cannot mount a tmpfs")
+    assert probe.returncode == 0, f"user namespaces are needed to mount a small tmpfs: {probe.stderr.strip()}"
     prelude = f'set -u\nmount -t tmpfs -o size=2m tmpfs "$HOME_DIR"\nK="{sys.executable} -m kubetrain.cli.main"\n'
     return subprocess.run(
         ["unshare", "-Urm", "--fork", "sh", "-c", prelude + script],
