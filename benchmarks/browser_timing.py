@@ -74,30 +74,14 @@ def available() -> str | None:
 
 @contextmanager
 def chromium() -> Iterator[Browser]:
-    from selenium import webdriver
+    from tests.support.browser import headless_chromium
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(shutil.which("chromium"))
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1600",
-        "--no-first-run",
-        "--disable-extensions",
-    ):
-        options.add_argument(arg)
-    service = webdriver.ChromeService(executable_path=str(shutil.which("chromedriver")))
-    driver = webdriver.Chrome(service=service, options=options)
-    try:
+    with headless_chromium() as driver:
         driver.set_script_timeout(60)  # bounds for a hung wait, not measured times
         driver.set_page_load_timeout(60)
         browser = Browser(driver)
         browser.install_recorder()
         yield browser
-    finally:
-        driver.quit()
 
 
 @dataclass

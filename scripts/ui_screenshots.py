@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "images"
+sys.path.insert(0, str(ROOT))  # tests.support.browser: the one way kubetrain's tests start chromium
 
 # Two workers of a small "training": loss and samples/s per step, a line per step; then they wait at a
 # FIFO gate (so the job is Running when the picture is taken) and end when the script opens it.
@@ -37,12 +38,12 @@ print("done", flush=True)
 def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="kubetrain-ui-shots-"))
     os.environ["KUBETRAIN_HOME"] = str(scratch / "home")
-    from selenium import webdriver
     from selenium.webdriver.support.ui import WebDriverWait
 
     from kubetrain.backends.local.backend import LocalBackend
     from kubetrain.jobspec import from_dict
     from kubetrain.ui.server import Background
+    from tests.support.browser import headless_chromium
 
     script = scratch / "train.py"
     script.write_text(TRAIN)
@@ -64,20 +65,8 @@ def main() -> int:
     backend.run(from_dict(doc("bad-lr", [py, "-c", "import sys; print('loss is nan at step 12'); sys.exit(3)"], 2)))
     job = backend.run(from_dict(doc("resnet-ddp", [py, str(script), str(gate)], 2)), detach=True).job_id
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1200,900",
-        "--hide-scrollbars",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path="/usr/bin/chromedriver"), options=options)
     try:
-        with Background([backend]) as bg:
+        with headless_chromium("--hide-scrollbars", window="1200,900") as driver, Background([backend]) as bg:
             driver.get(bg.url + f"/jobs/local/{job}")
             WebDriverWait(driver, 60).until(
                 lambda d: "step  59" in d.execute_script("return document.getElementById('log').textContent"),
@@ -106,7 +95,6 @@ def main() -> int:
             )
             driver.save_screenshot(str(OUT / "ui-job.png"))
     finally:
-        driver.quit()
         for i in range(2):
             fd = os.open(f"{gate}-{i}", os.O_WRONLY)
             os.close(fd)

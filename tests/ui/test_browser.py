@@ -8,31 +8,23 @@ Every wait is for something the page shows (selenium's WebDriverWait on a condit
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
+from tests.support.browser import headless_chromium
 from tests.support.cluster import Cluster, emulated  # noqa: F401
 from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
 from tests.ui.helpers import XSS, gated_job, release, request
-
-# The test command installs Debian's chromium and chromium-driver (scripts/test.sh) and selenium (the test
-# extra): a machine without them fails here, naming what is missing, rather than passing untested.
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-assert CHROMIUM is not None and CHROMEDRIVER is not None, "install Debian's chromium and chromium-driver"
-
-from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 WAIT = 20.0
 """Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
@@ -40,23 +32,8 @@ WAIT = 20.0
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1600",
-        "--no-first-run",
-        "--disable-extensions",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
