@@ -130,7 +130,11 @@ def test_a_server_side_watch_timeout_resumes_from_the_last_version(emulated: Clu
     sub = b.submit(from_dict(job_doc("slow", replicas=1)), flavor="job")
     [pod] = emu.create_job_pods("default", "slow-worker")
     thread, out = _in_thread(lambda: b.wait(sub.name, timeout=10))
-    time.sleep(1.3)  # every watch ended once (timeoutSeconds=1) and was resumed
+    # Wait until the jobs watch ended once (timeoutSeconds=1) and was resumed; on a loaded machine that can
+    # take longer than the timeout itself, so wait for the resumed request rather than for a fixed time.
+    deadline = time.monotonic() + 10
+    while len(_watches(emu, "jobs")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     emu.set_pod_phase("default", pod["metadata"]["name"], "Succeeded", exit_code=0)
     _complete(emu, "slow-worker")
     thread.join(10)
