@@ -86,7 +86,7 @@ def test_metric_lines_in_a_replicas_output_are_not_shown_by_run(tmp_path: Path) 
     done = cli("run", "job.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[worker-0] before", "[worker-0] after"]
-    job_id = re.search(r"job (\S+): 1 process", done.stderr)
+    job_id = re.search(r"job (\S+): 1 process \(worker×1\)", done.stderr)  # singular: not "1 processes"
     assert job_id is not None, done.stderr
     marked = cli("logs", job_id.group(1), "--grep", "^@kubetrain:metrics ")
     assert marked.returncode == 0 and '"loss":0.5' in marked.stdout, marked.stdout + marked.stderr
