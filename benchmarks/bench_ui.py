@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser_timing  # noqa: E402
+from tests.ui.helpers import TOKEN  # noqa: E402 (the helpers present it on every request)
 
 LATENCY_REPLICAS = 20
 PAGE_LOADS = 3
@@ -87,13 +88,13 @@ def start_server(port: int) -> subprocess.Popen[str]:
     from tests.ui.helpers import request
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port)],
+        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), "--token", TOKEN],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
     )
     assert server.stdout is not None
-    server.stdout.readline()  # "serving ... at URL": uvicorn binds right after
+    server.stdout.readline()  # "serving ... at URL": printed once the port is bound
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -190,7 +191,7 @@ def in_browser(url: str, backend: Any, directory: Path, big: str, rows: list[tup
     with browser_timing.chromium() as browser:
         # Latency: a real job's replicas end one at a time; the page's grid shows each.
         job_id, open_gate = gated_job(backend, directory, LATENCY_REPLICAS)
-        browser.open(f"{url}/jobs/local/{job_id}")
+        browser.open(f"{url}/jobs/local/{job_id}?token={TOKEN}")  # the token becomes this browser's cookie
         offset = browser.clock_offset()
         for i in range(LATENCY_REPLICAS):
             browser.wait_mark(f"replica worker-{i} Running")
@@ -263,7 +264,7 @@ def tabs_rss(url: str, big: str, pid: int, rows: list[tuple[str, str]]) -> None:
             table = n % 2 == 0
             target = url + "/" if table else f"{url}/jobs/local/{big}"
             if n == 0:
-                browser.open(target)
+                browser.open(target + f"?token={TOKEN}")  # the token becomes this browser's cookie
             else:
                 browser.new_tab(target)
             browser.wait_mark("jobs live" if table else "log end")

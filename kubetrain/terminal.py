@@ -29,18 +29,27 @@ _SEQUENCE = re.compile(
     r"|\x1b[ -/]*[0-~]?"  # any other escape
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters, and the Unicode controls that reorder or hide text (bidirectional embeddings, overrides
+# and isolates, the "Trojan Source" characters; zero-width joiners are left: scripts need them): a line
+# showing `\u202e` cannot make what follows read backwards.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def sanitize(text: str) -> str:
     """One line of a replica's output made safe for a terminal: escape sequences removed (a replica cannot
     recolour, move the cursor, retitle or write the clipboard of the terminal that shows it), a carriage
     return keeps what a terminal would show (a progress bar's last state), other control characters shown
-    escaped (``\\x07``). Tabs stay."""
+    escaped (``\\x07``), and so are the Unicode controls that reorder text (``\\u202e``). Tabs stay. The
+    web view shows replicas' lines through this too."""
     if "\r" in text:
         text = next((part for part in reversed(text.split("\r")) if part), "")
     text = _SEQUENCE.sub("", text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: _escaped(m.group()), text)
 
 
 def _wants_color(stream: TextIO) -> bool:

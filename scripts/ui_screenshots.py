@@ -67,7 +67,7 @@ def main() -> int:
 
     try:
         with headless_chromium("--hide-scrollbars", window="1200,900") as driver, Background([backend]) as bg:
-            driver.get(bg.url + f"/jobs/local/{job}")
+            driver.get(bg.address(f"/jobs/local/{job}"))
             WebDriverWait(driver, 60).until(
                 lambda d: "step  59" in d.execute_script("return document.getElementById('log').textContent"),
                 "the job's last step in the log",

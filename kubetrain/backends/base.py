@@ -214,7 +214,9 @@ class Description(Protocol):
 @runtime_checkable
 class Backend(Protocol):
     """Runs jobs somewhere and answers for them by id. Job ids may be given as an unambiguous prefix
-    where the backend allows it (local)."""
+    where the backend allows it (local). A verb given the id of a job that is not there raises a
+    `KubetrainError` that is also a `LookupError`, so a caller (the web view's 404) tells "no such job"
+    from "the job cannot do that" without knowing the backend."""
 
     name: str
 
@@ -261,9 +263,12 @@ class Backend(Protocol):
         grep: str | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> Iterator[LogRecord]:
         """The job's output, merged across replicas in time order (`record.key` names the replica).
-        `follow`: go on until the job ends. `on_missing(replica, why)`: a replica with no log yet."""
+        `follow`: go on until the job ends, or until `stop` is set (from another thread: a reader that went
+        away, such as a closed web page, whose follower would otherwise wait for the job's next line).
+        `on_missing(replica, why)`: a replica with no log yet."""
         ...
 
     def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:

@@ -50,6 +50,10 @@ METRICS = "KUBETRAIN_METRICS"
 """`stdout`: metric lines in the process's output (the default under kubetrain without a metrics file, as
 on Kubernetes); `off`: no metrics at all."""
 
+# -- the web view ---------------------------------------------------------------------------------------
+UI_TOKEN = "KUBETRAIN_UI_TOKEN"
+"""`kubetrain ui`: the key to the page, kept across restarts (default: a fresh one per start)."""
+
 __all__ = [
     "CLUSTER",
     "DEBUG_DIR",
@@ -71,4 +75,5 @@ __all__ = [
     "REPLICA_INDEX",
     "ROLE",
     "TEMPLATES",
+    "UI_TOKEN",
 ]

@@ -8,7 +8,7 @@ Routes:
   (`status`: the page's data; `metrics`: the metric names and how many samples there are, which the page
   turns into new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters,
   followed). One stream per page: a browser holds at most 6 connections to one host for all its tabs.
-- `GET .../metrics/{name}.svg?x=step|time`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
+- `GET .../plot.svg?name=METRIC&x=step|time&scale=linear|log`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
 - `POST .../{cancel|suspend|resume|delete}`: an action (CSRF token and same origin required).
 
 Blocking backend calls run in threads; followers of logs and metrics run on threads of their own and hand
@@ -26,18 +26,21 @@ import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..contract.errors import KubetrainError
+from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
 from .security import Guard, new_session
@@ -105,24 +108,23 @@ class GuardMiddleware:
         cookies = _cookies(scope)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         set_cookies: list[str] = []
-        if g.token is not None:
-            presented = cookies.get(g.token_cookie)
-            auth = _header(scope, b"authorization")
-            if auth and auth.lower().startswith("bearer "):
-                presented = auth[7:].strip()
-            offered = (query.get("token") or [None])[0]
-            if offered is not None and g.token_ok(offered) and scope["method"] == "GET":
-                # The token moves into a cookie and out of the address (history, screen shares, Referer).
-                rest = {k: v for k, v in query.items() if k != "token"}
-                location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
-                cookie = f"{g.token_cookie}={offered}; HttpOnly; SameSite=Strict; Path=/"
-                await _redirect(send, location, [cookie])
-                return
-            if not g.token_ok(presented):
-                await _plain(
-                    send, 403, "kubetrain ui: a token is required: open the address printed at start (?token=...)"
-                )
-                return
+        presented = cookies.get(g.token_cookie)
+        auth = _header(scope, b"authorization")
+        if auth and auth.lower().startswith("bearer "):
+            presented = auth[7:].strip()
+        offered = (query.get("token") or [None])[0]
+        if offered is not None and g.token_ok(offered) and scope["method"] == "GET":
+            # The token moves into a cookie and out of the address (history, screen shares, Referer).
+            rest = {k: v for k, v in query.items() if k != "token"}
+            location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
+            cookie = f"{g.token_cookie}={offered}; HttpOnly; SameSite=Strict; Path=/"
+            await _redirect(send, location, [cookie])
+            return
+        if not g.token_ok(presented):
+            await _plain(
+                send, 403, "kubetrain ui: a token is required: open the address printed at start (?token=...)"
+            )
+            return
         session = cookies.get(g.session_cookie)
         if not session:
             session = new_session()
@@ -290,21 +292,43 @@ class MetricsTracker:
 # -- the app -----------------------------------------------------------------------------------------------
 
 
+def _count(name: str, value: str, meaning: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValueError(f"{name}: give {meaning}, a whole number from 0 (got {value!r})")
+    return number
+
+
 def log_filters(query: Mapping[str, str]) -> dict[str, Any]:
     """The log's filters from a stream's parameters (`role`, `index`, `grep`, `tail`; empty ones ignored).
 
-    Raises ValueError or re.error for a value that is not a number or not a regular expression."""
+    Raises ValueError saying, in the page's words (its fields, not the CLI's flags), which field is wrong
+    and what it takes: the page shows the message beside the filters."""
     filters: dict[str, Any] = {}
     if query.get("role"):
         filters["role"] = query["role"]
     if query.get("index"):
-        filters["index"] = int(query["index"])
+        filters["index"] = _count("index", query["index"], "a replica's index")
+        if "role" not in filters:
+            raise ValueError("index: choose a role too (an index counts the replicas of one role)")
     if query.get("tail"):
-        filters["tail"] = max(0, int(query["tail"]))
+        filters["tail"] = _count("tail", query["tail"], "how many of the last lines to show")
     if query.get("grep"):
-        re.compile(query["grep"])
+        try:
+            re.compile(query["grep"])
+        except re.error as exc:
+            raise ValueError(f"grep: not a regular expression ({exc}): {query['grep']!r}") from None
         filters["grep"] = query["grep"]
     return filters
+
+
+def _status(exc: KubetrainError, otherwise: int = 503) -> int:
+    """The HTTP status of a backend's refusal: 404 for a job that is not there (every backend raises a
+    `LookupError` then), else `otherwise` (503: the backend could not answer; 409 for an action)."""
+    return 404 if isinstance(exc, LookupError) else otherwise
 
 
 def _sse(event: str, data: Any) -> str:
@@ -353,10 +377,11 @@ class WebView:
                 await asyncio.to_thread(source.close)
 
     def source(self, request: Request) -> Source:
+        """The source the address names; an address naming a backend this view does not show is a 404."""
         name = request.path_params["backend"]
         source = self.sources.get(name)
         if source is None:
-            raise KubetrainError(f"no backend {name!r} in this view (it shows: {', '.join(self.sources)})")
+            raise HTTPException(404, f"no backend {name!r} in this view (it shows: {', '.join(self.sources)})")
         return source
 
     def csrf(self, request: Request) -> str:
@@ -435,7 +460,8 @@ class WebView:
             detail = await asyncio.to_thread(source.detail, job_id)
             spec = await asyncio.to_thread(source.spec, job_id)
         except KubetrainError as exc:
-            return HTMLResponse(pages.message_page("Job not found", str(exc), self.csrf(request)), status_code=404)
+            title = "Job not found" if isinstance(exc, LookupError) else "The backend did not answer"
+            return HTMLResponse(pages.message_page(title, str(exc), self.csrf(request)), status_code=_status(exc))
         tracker = self.tracker(source, detail.row.id)
         if not tracker.running and source.has_metrics():
             tracker.follow(source, detail.row.id)
@@ -446,7 +472,7 @@ class WebView:
         try:
             detail = await asyncio.to_thread(source.detail, request.path_params["job_id"])
         except KubetrainError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+            return JSONResponse({"error": str(exc)}, status_code=_status(exc))
         return JSONResponse(detail.to_json())
 
     async def job_events(self, request: Request) -> Response:
@@ -460,15 +486,17 @@ class WebView:
         filter_error: str | None = None
         try:
             filters = log_filters(request.query_params)
-        except (ValueError, re.error) as exc:
-            filter_error = f"bad filter: {exc}"
+        except ValueError as exc:
+            filter_error = str(exc)
         loop = asyncio.get_running_loop()
 
         async def stream() -> AsyncIterator[str]:
             pipe: Pipe | None = None
             if filters is not None:
                 log_filter = filters
-                pipe = Pipe(loop).run(lambda: source.logs(job_id, **log_filter), name=f"ui-logs-{job_id}")
+                pipe = Pipe(loop)
+                # The follower ends when the page goes (`stopped`), not at the job's next line.
+                pipe.run(partial(source.logs, job_id, pipe.stopped, **log_filter), name=f"ui-logs-{job_id}")
                 self.pipes.add(pipe)
             else:
                 yield _sse("failed", {"message": filter_error})
@@ -505,7 +533,9 @@ class WebView:
                         )
                     if pipe is not None:
                         while batch := pipe.take(LOG_BATCH):
-                            yield _sse("lines", [[r.key, r.stream, r.text, r.time_ns] for r in batch])
+                            # As on the terminal: no control character or text-reordering mark reaches
+                            # the page as it is (the page sets text, never HTML, so markup is harmless).
+                            yield _sse("lines", [[r.key, r.stream, sanitize(r.text), r.time_ns] for r in batch])
                         if pipe.finished:
                             if pipe.error is not None:
                                 yield _sse("failed", {"message": str(pipe.error)})
@@ -540,16 +570,21 @@ class WebView:
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def metric_svg(self, request: Request) -> Response:
+        # The metric's name is a parameter, not a path segment: a name may hold `/`, `?` or a newline
+        # (`kubetrain.metrics.log(**{"eval/loss": ...})` is common) and a path segment cannot.
         source = self.source(request)
         job_id = request.path_params["job_id"]
-        name = request.path_params["name"]
+        name = request.query_params.get("name")
+        if not name:
+            return JSONResponse({"error": "which metric? give ?name=<metric>"}, status_code=400)
         x = "time" if request.query_params.get("x") == "time" else "step"
+        scale = "log" if request.query_params.get("scale") == "log" else "linear"
         tracker = self.trackers.get((source.name, job_id))
         if tracker is not None and (tracker.running or tracker.samples):
             samples = tracker.snapshot()
         else:
             samples = await asyncio.to_thread(lambda: list(source.metrics(job_id)))
-        body = await asyncio.to_thread(svg.plot, samples, name, x)
+        body = await asyncio.to_thread(svg.plot, samples, name, x, scale)
         return Response(body, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
 
     async def action(self, request: Request) -> Response:
@@ -561,7 +596,8 @@ class WebView:
         try:
             phase = await asyncio.to_thread(source.act, job_id, action)
         except KubetrainError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=409)
+            # No such job: 404; a job that cannot do that now (cancel a finished one): 409.
+            return JSONResponse({"error": str(exc)}, status_code=_status(exc, otherwise=409))
         return JSONResponse({"job": job_id, "action": action, "phase": phase})
 
     def app(self) -> ASGIApp:
@@ -573,7 +609,7 @@ class WebView:
             Route(job, self.job),
             Route(job + "/detail.json", self.detail_json),
             Route(job + "/events", self.job_events),
-            Route(job + "/metrics/{name}.svg", self.metric_svg),
+            Route(job + "/plot.svg", self.metric_svg),
             Route(job + "/{action}", self.action, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Iterable, Sequence
 from html import escape
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from ..status_text import format_age
 from .views import ACTIONS, JobDetail, JobRow
@@ -131,8 +131,14 @@ def failure_html(failure: dict[str, object] | None) -> str:
     return out
 
 
-def metric_img(href: str, name: str, x: str, version: int) -> str:
-    src = f"{href}/metrics/{quote(name, safe='')}.svg?x={x}&v={version}"
+def plot_src(href: str, name: str, x: str, scale: str, version: int) -> str:
+    """A plot's address. The metric's name is a query parameter, encoded: names such as `eval/loss` or ones
+    holding `?`, `#`, `%`, spaces or a newline cannot be a path segment (ui.js `plotSrc` builds the same)."""
+    return f"{href}/plot.svg?" + urlencode({"name": name, "x": x, "scale": scale, "v": version})
+
+
+def metric_img(href: str, name: str, x: str, version: int, scale: str = "linear") -> str:
+    src = plot_src(href, name, x, scale, version)
     return f'<img class="plot" data-metric="{_e(name)}" alt="{_e(name)} by {_e(x)}" src="{_e(src)}">'
 
 
@@ -164,7 +170,9 @@ def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_v
   <div id="failure" class="failure">{failure_html(detail.failure)}</div>
 </section>
 <section><h2>Metrics <select id="metric-x" aria-label="x axis"><option value="step">by step</option>
-  <option value="time">by time</option></select></h2>
+  <option value="time">by time</option></select>
+  <select id="metric-scale" aria-label="y axis scale"><option value="linear">linear</option>
+  <option value="log">log</option></select></h2>
   <div id="metrics" class="plots">{plots}</div>
   <p id="no-metrics" class="muted"{" hidden" if metric_names else ""}>No metrics yet
   (kubetrain.metrics.log(step=..., loss=...) in the training script).</p>

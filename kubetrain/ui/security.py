@@ -1,12 +1,13 @@
 """Who may see the web view and who may act through it.
 
-- **Bound to loopback** (the default): anyone on this machine may look, as with `kubetrain list`; the
-  `Host` header must name a loopback address, so a web page elsewhere cannot reach the server through a
-  DNS name rebound to 127.0.0.1.
-- **Any other address**: a token is required, printed once when the server starts (as Jupyter does):
+- **A token, always** (as Jupyter does): printed once when the server starts, in the address to open.
+  Bound to loopback too: a machine has other users, and a page shows env values and can cancel jobs.
   `?token=...` on the first visit sets a cookie (HttpOnly, SameSite=Strict) and redirects to the same
   address without it, so the token does not stay in the address bar or the history; scripts may send
-  `Authorization: Bearer <token>` instead.
+  `Authorization: Bearer <token>` instead. `--token` (or `KUBETRAIN_UI_TOKEN`) fixes it, so a bookmark
+  outlives a restart; otherwise each start makes a fresh one.
+- **Bound to loopback** (the default): the `Host` header must name a loopback address too, so a web page
+  elsewhere cannot reach the server through a DNS name rebound to 127.0.0.1.
 - **Actions** (cancel, suspend, resume, delete) are POSTs that must carry the per-session CSRF token (the
   HMAC of the session cookie under a key made at start) in `X-Kubetrain-CSRF`, and, when the browser
   says where the request came from (`Origin`, `Sec-Fetch-Site`), come from this very origin.
@@ -50,16 +51,14 @@ class Guard:
 
     bind_host: str
     port: int
-    token: str | None = None
-    """Required from every client when set (always set for a non-loopback bind)."""
+    token: str
+    """Required from every client."""
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     @classmethod
     def for_bind(cls, host: str, port: int, token: str | None = None) -> Guard:
-        """Loopback: no token unless one is given; anything else: the given token, or a fresh one."""
-        if token is None and not is_loopback(host):
-            token = secrets.token_urlsafe(32)
-        return cls(bind_host=host, port=port, token=token)
+        """The given token, or a fresh one."""
+        return cls(bind_host=host, port=port, token=token or secrets.token_urlsafe(32))
 
     @property
     def loopback(self) -> bool:
@@ -84,8 +83,6 @@ class Guard:
         return host_header is not None and is_loopback(host_name(host_header))
 
     def token_ok(self, presented: str | None) -> bool:
-        if self.token is None:
-            return True
         return presented is not None and hmac.compare_digest(presented.encode(), self.token.encode())
 
     def csrf_token(self, session: str) -> str:

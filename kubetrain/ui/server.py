@@ -4,12 +4,15 @@ the screenshot script)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import threading
 import time
 from collections.abc import Sequence
+from types import FrameType
 from typing import TYPE_CHECKING
 
+from ..contract.errors import EXIT_INTERRUPTED, KubetrainError
 from .app import WebView
 from .security import Guard
 from .sources import Source
@@ -35,28 +38,75 @@ def _config(view: WebView, host: str, port: int, sock: socket.socket | None = No
     )
 
 
-def address(host: str, port: int, token: str | None) -> str:
+class PortTaken(KubetrainError):
+    """The address to listen on is taken (or not this machine's): said before anything is announced."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the address is printed: a taken port is an error, not an address
+    announced and then abandoned."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortTaken(
+                f"port {port} on {host} is in use (another kubetrain ui?): give another with --port, "
+                "or open the one already running"
+            ) from None
+        raise PortTaken(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def address(host: str, port: int, token: str) -> str:
     shown = f"[{host}]" if ":" in host else host
     if shown in ("0.0.0.0", "[::]"):
         shown = socket.gethostname()
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    return f"http://{shown}:{port}/?token={token}"
 
 
-def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | None = None) -> None:
-    """Serve until interrupted (Ctrl-C). The address, with the token when one is required, is printed once."""
-    import uvicorn
+class _Server:
+    """uvicorn's server, made to end the view's event streams as soon as it is asked to stop, so that Ctrl-C
+    stops at once and quietly (no stream is left to be cancelled mid-write by the shutdown timeout)."""
 
+    @staticmethod
+    def make(config: uvicorn.Config, view: WebView) -> uvicorn.Server:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                view.close_streams()
+                super().handle_exit(sig, frame)
+
+        return Server(config)
+
+
+def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | None = None) -> int:
+    """Serve until interrupted; the exit status: 130 after Ctrl-C (as any interrupted command), 0 after
+    SIGTERM. The port is bound first, then the address (with its token) is printed once."""
+    sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
     view = WebView([Source(b) for b in backends], guard)
-    server = uvicorn.Server(_config(view, host, port))
-    server.config.callback_notify = None
+    server = _Server.make(_config(view, host, port), view)
     print(
         f"kubetrain ui: serving {', '.join(b.name for b in backends)} jobs at {address(host, port, guard.token)}",
         flush=True,
     )
-    if guard.token is not None:
-        print("kubetrain ui: the token in this address is the key to the page; keep it private", flush=True)
-    server.run()
+    print("kubetrain ui: the token in this address is the key to the page; keep it private", flush=True)
+    # uvicorn re-raises the signal that stopped it once it has shut down: Ctrl-C comes back as
+    # KeyboardInterrupt, SIGTERM as the default action (the process ends by that signal).
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    finally:
+        sock.close()
+    return 0
 
 
 class Background:
@@ -82,7 +132,12 @@ class Background:
 
     @property
     def url(self) -> str:
+        """The server's root, without the token (requests need it: `address`, or a bearer header)."""
         return f"http://{self.host}:{self.port}"
+
+    def address(self, path: str = "/") -> str:
+        """`path` with the token, as a browser's first visit needs it (it becomes a cookie)."""
+        return f"{self.url}{path}{'&' if '?' in path else '?'}token={self.guard.token}"
 
     def start(self, timeout: float = 20.0) -> Background:
         self._thread.start()
@@ -105,4 +160,4 @@ class Background:
         self.stop()
 
 
-__all__ = ["Background", "address", "serve"]
+__all__ = ["Background", "PortTaken", "address", "listen", "serve"]

@@ -124,12 +124,14 @@ class Source:
             desc = self.backend.describe(job_id)
             return spec_text(getattr(desc, "spec", None) or desc.to_dict().get("spec"))
 
-    def logs(self, job_id: str, **filters: Any) -> Iterator[LogRecord]:
-        """The job's merged output, followed until it ends (runs on a thread of its own). Metric lines
-        (`kubetrain.metrics`, in the output on Kubernetes) are left out: the plots show them."""
+    def logs(self, job_id: str, stop: threading.Event, **filters: Any) -> Iterator[LogRecord]:
+        """The job's merged output, followed until it ends or `stop` is set (its viewer left; runs on a
+        thread of its own). Metric lines (`kubetrain.metrics`, in the output on Kubernetes) are left out:
+        the plots show them."""
         from ..metrics import is_metric_line
 
-        return (r for r in self.backend.logs(job_id, follow=True, **filters) if not is_metric_line(r.text))
+        records = self.backend.logs(job_id, follow=True, stop=stop, **filters)
+        return (r for r in records if not is_metric_line(r.text))
 
     def has_metrics(self) -> bool:
         return callable(getattr(self.backend, "metrics", None))

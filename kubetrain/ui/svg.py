@@ -1,7 +1,8 @@
 """Metric plots as SVG, drawn on the server: one line per rank, by step or by time.
 
-No charting library: a polyline per series, two axes with their extremes, a legend. The browser shows it
-in an `<img>` (an SVG image runs no script, whatever it contains), and every text in it is escaped.
+No charting library: a polyline per series, two axes with their extremes, a legend; the y axis linear or
+log10 (samples <= 0 are then left out, and counted in the plot). The browser shows it in an `<img>` (an SVG
+image runs no script, whatever it contains), and every text in it is escaped.
 A series longer than `MAX_POINTS` is thinned to evenly spaced samples (its last one kept), so a plot stays
 a few kilobytes however long the training runs.
 """
@@ -80,14 +81,31 @@ def _fmt_x(value: float, x: str, origin: float) -> str:
     return _time.strftime("%H:%M:%S", _time.localtime(origin + value))
 
 
-def plot(samples: Iterable[Any], name: str, x: str = "step") -> str:
-    """An SVG document plotting metric `name` per rank against `x` (`step` or `time`)."""
+SCALES = ("linear", "log")
+
+
+def _samples(n: int, every: str = "") -> str:
+    return "1 sample" if n == 1 else f"{every}{n} samples"
+
+
+def plot(samples: Iterable[Any], name: str, x: str = "step", scale: str = "linear") -> str:
+    """An SVG document plotting metric `name` per rank against `x` (`step` or `time`), its y axis `linear`
+    or `log` (base 10). A log axis cannot show a value <= 0: such samples are left out, and the plot says how
+    many; when none is left it says that instead of drawing."""
+    if scale not in SCALES:
+        raise ValueError(f"scale {scale!r}: one of {', '.join(SCALES)}")
+    log = scale == "log"
     data = series(samples, name, x)
     origin = 0.0
     if x == "time" and data:
         origin = min(p.x for pts in data.values() for p in pts)
         data = {k: [Point(p.x - origin, p.y) for p in pts] for k, pts in data.items()}
-    title = f"{name} by {x}"
+    hidden = 0
+    if log:
+        kept = {k: [p for p in pts if p.y > 0] for k, pts in data.items()}
+        hidden = sum(len(pts) for pts in data.values()) - sum(len(pts) for pts in kept.values())
+        data = {k: pts for k, pts in kept.items() if pts}
+    title = f"{name} by {x}" + (", log scale" if log else "")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="system-ui, sans-serif" font-size="11">',
@@ -96,11 +114,23 @@ def plot(samples: Iterable[Any], name: str, x: str = "step") -> str:
         f'<text x="{MARGIN_LEFT}" y="17" font-size="13" font-weight="600" fill="#111">{escape(title)}</text>',
     ]
     if not data:
-        parts.append(f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#666">no samples yet</text>')
+        empty = f"{_samples(hidden, 'all ')} <= 0: none can be shown on a log scale" if hidden else "no samples yet"
+        parts.append(
+            f'<text class="empty" x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#666">'
+            f"{escape(empty)}</text>"
+        )
         parts.append("</svg>")
         return "".join(parts)
+
+    # Positions are computed on the axis' own scale (log10 of the value on a log axis); labels are the values.
+    def ty(v: float) -> float:
+        return math.log10(v) if log else v
+
+    def label(t: float) -> str:
+        return _fmt(10**t if log else t)
+
     xs = [p.x for pts in data.values() for p in pts]
-    ys = [p.y for pts in data.values() for p in pts]
+    ys = [ty(p.y) for pts in data.values() for p in pts]
     x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
     if x1 == x0:
         x1 = x0 + 1
@@ -113,18 +143,24 @@ def plot(samples: Iterable[Any], name: str, x: str = "step") -> str:
         return MARGIN_LEFT + (v - x0) / (x1 - x0) * pw
 
     def sy(v: float) -> float:
-        return MARGIN_TOP + (1 - (v - y0) / (y1 - y0)) * ph
+        return MARGIN_TOP + (1 - (ty(v) - y0) / (y1 - y0)) * ph
 
     bottom, right = MARGIN_TOP + ph, MARGIN_LEFT + pw
     parts += [
         f'<rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#ccc"/>',
-        f'<text x="{MARGIN_LEFT - 6}" y="{MARGIN_TOP + 4}" text-anchor="end" fill="#444">{escape(_fmt(y1))}</text>',
-        f'<text x="{MARGIN_LEFT - 6}" y="{bottom}" text-anchor="end" fill="#444">{escape(_fmt(y0))}</text>',
+        f'<text x="{MARGIN_LEFT - 6}" y="{MARGIN_TOP + 4}" text-anchor="end" fill="#444">{escape(label(y1))}</text>',
+        f'<text x="{MARGIN_LEFT - 6}" y="{bottom}" text-anchor="end" fill="#444">{escape(label(y0))}</text>',
         f'<text x="{MARGIN_LEFT}" y="{bottom + 15}" fill="#444">{escape(_fmt_x(x0, x, origin))}</text>',
         f'<text x="{right}" y="{bottom + 15}" text-anchor="end" fill="#444">{escape(_fmt_x(x1, x, origin))}</text>',
         f'<text x="{MARGIN_LEFT + pw / 2}" y="{bottom + 28}" text-anchor="middle" fill="#666">{escape(x)}</text>',
     ]
-    for i, (label, points) in enumerate(sorted(data.items())):
+    if hidden:
+        # Bottom left, under the y axis' labels: clear of the x axis' label and of the legend.
+        parts.append(
+            f'<text class="hidden-samples" x="4" y="{bottom + 28}" font-size="10" fill="#b45309">'
+            f"{escape(_samples(hidden))} &lt;= 0 not shown</text>"
+        )
+    for i, (line, points) in enumerate(sorted(data.items())):
         color = COLORS[i % len(COLORS)]
         coords = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in thin(points))
         parts.append(
@@ -137,9 +173,9 @@ def plot(samples: Iterable[Any], name: str, x: str = "step") -> str:
         ly = MARGIN_TOP + 12 + i * 16
         last = points[-1].y
         parts.append(f'<rect x="{right + 10}" y="{ly - 8}" width="10" height="3" fill="{color}"/>')
-        parts.append(f'<text x="{right + 24}" y="{ly - 3}" fill="#222">{escape(label)} {escape(_fmt(last))}</text>')
+        parts.append(f'<text x="{right + 24}" y="{ly - 3}" fill="#222">{escape(line)} {escape(_fmt(last))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-__all__ = ["MAX_POINTS", "Point", "plot", "series", "series_label", "thin"]
+__all__ = ["MAX_POINTS", "SCALES", "Point", "plot", "series", "series_label", "thin"]

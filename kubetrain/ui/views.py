@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..status import JobPhase, JobStatus
+from ..terminal import sanitize
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def job_detail(status: JobStatus, framework: str, diagnoses: Sequence[Mapping[st
             "exit": f.exit_code,
             "signal": f.signal,
             "message": f.message,
-            "lastLines": list(f.last_lines),
+            "lastLines": [sanitize(line) for line in f.last_lines],  # a replica's output, as in the log view
             "final": s.phase is JobPhase.FAILED,
         }
     roles: dict[str, int] = {}

@@ -199,3 +199,19 @@ def test_a_follow_abandoned_midway_leaves_the_connections_usable(emulated: Clust
     for _ in range(5):  # pooled connections must not be the abandoned streams
         assert b.status("quit").phase.value == "Running"
     assert time.monotonic() - start < 2
+
+
+def test_a_follow_ends_when_its_reader_says_stop(emulated: Cluster) -> None:
+    """A reader that went away (a closed web page) sets `stop`: the follow of a quiet running job ends,
+    instead of waiting for the job's next line."""
+    emu = emulated.emu
+    assert emu is not None
+    b, pods = _start(emulated, "quiet", replicas=1)
+    emu.set_pod_phase("default", pods["worker-0"], "Running")
+    emu.append_log("default", pods["worker-0"], "started\n")
+    stop = threading.Event()
+    got, done = _follow(b, "quiet", stop=stop)
+    _until(lambda: any(r.text == "started" for r in got), "the first line")
+    assert not done.is_set()  # the job runs on, quiet: the follow waits
+    stop.set()
+    assert done.wait(10)

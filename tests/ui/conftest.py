@@ -11,6 +11,7 @@ import pytest
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.ui import INSTALL_HINT, missing_dependencies
+from tests.ui.helpers import TOKEN
 
 # The test extra installs kubetrain[ui]: without it the web view's tests fail here, saying what to install.
 assert not missing_dependencies(), f"the web view's extra is not installed ({INSTALL_HINT})"
@@ -33,5 +34,5 @@ def local() -> Iterator[LocalBackend]:
 
 @pytest.fixture
 def server(local: LocalBackend) -> Iterator[Background]:
-    with Background([local]) as bg:
+    with Background([local], token=TOKEN) as bg:
         yield bg

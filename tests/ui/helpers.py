@@ -17,6 +17,9 @@ from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.jobspec import from_dict
 
 XSS = "<script>alert(1)</script>"
+TOKEN = "token-of-the-tests"
+"""The token the tests' servers are started with; `request` and `Events` present it unless told otherwise."""
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 # A replica: says the XSS line, then per gate five steps (a line and a metric each) and waits on the gate
 # (a FIFO of its own: opening it blocks until the test opens it for writing).
@@ -93,11 +96,20 @@ class Reply:
         return json.loads(self.body)
 
 
-def request(url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None) -> Reply:
+def request(
+    url: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    *,
+    auth: bool = True,
+) -> Reply:
+    """One HTTP request, with the tests' token as a bearer header unless `auth=False`."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
     try:
-        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body=body, headers=headers or {})
+        sent = {**(AUTH if auth else {}), **(headers or {})}
+        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body=body, headers=sent)
         resp = conn.getresponse()
         return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode())
     finally:
@@ -119,7 +131,8 @@ class Events:
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         parts = urlsplit(url)
         self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
-        self.conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers or {})
+        sent = {**AUTH, **(headers or {})}
+        self.conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=sent)
         self.resp = self.conn.getresponse()
         assert self.resp.status == 200, self.resp.read()
         assert self.resp.getheader("content-type", "").startswith("text/event-stream")

@@ -24,7 +24,7 @@ from kubetrain.ui.server import Background
 from tests.support.browser import headless_chromium
 from tests.support.cluster import Cluster, emulated  # noqa: F401
 from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
-from tests.ui.helpers import XSS, gated_job, release, request
+from tests.ui.helpers import TOKEN, XSS, gated_job, release, request
 
 WAIT = 20.0
 """Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
@@ -87,8 +87,8 @@ def test_local_job_live(browser: Any, tmp_path: Path) -> None:
     local = LocalBackend()
     job = gated_job(local, tmp_path, gates=2)
     try:
-        with Background([local]) as bg:
-            browser.get(bg.url + "/")
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address("/"))
             until(browser, "the job in the table", lambda d: job.job_id in text(d, "#jobs tbody"))
             assert "Suspended" in text(browser, "#jobs tbody") and "generic" in text(browser, "#jobs tbody")
             browser.find_element(By.LINK_TEXT, job.job_id).click()
@@ -120,7 +120,7 @@ def test_local_job_live(browser: Any, tmp_path: Path) -> None:
             cancel_confirmed(browser)
             assert local.status(job.job_id).phase is JobPhase.CANCELLED
             until(browser, "the replicas stopped", lambda d: all(p != "Running" for _, p in grid(d)))
-            browser.get(bg.url + "/")
+            browser.get(bg.address("/"))
             until(browser, "Cancelled in the table", lambda d: "Cancelled" in text(d, "#jobs tbody"))
     finally:
         release(job)
@@ -140,8 +140,8 @@ def test_eight_tabs_on_a_running_job_all_load_and_stream(browser: Any, tmp_path:
     browser.set_page_load_timeout(WAIT)  # a tab left waiting for a connection fails here, not in 5 minutes
     try:
         local.resume(job.job_id)
-        with Background([local]) as bg:
-            href = f"{bg.url}/jobs/local/{job.job_id}"
+        with Background([local], token=TOKEN) as bg:
+            href = bg.address(f"/jobs/local/{job.job_id}")
             tabs = []
             for _ in range(TABS):
                 browser.switch_to.new_window("tab")
@@ -170,8 +170,8 @@ def test_kubernetes_job_live(browser: Any, emulated: Cluster) -> None:
     backend = cluster.backend()
     job = cluster.job("web", script="echo hi")
     sub = backend.submit(job, flavor="job")
-    with Background([backend]) as bg:
-        browser.get(f"{bg.url}/jobs/kubernetes/{sub.name}")
+    with Background([backend], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/kubernetes/{sub.name}"))
         until(browser, "the job page", lambda d: text(d, "#phase") in ("Pending", "Running"))
         assert "pytorch" in text(browser, "#framework")
         pods = cluster.start_pods(backend, "job", sub.name)
@@ -185,6 +185,6 @@ def test_kubernetes_job_live(browser: Any, emulated: Cluster) -> None:
         until(browser, "a new line", lambda d: "step 2 of worker-0" in text(d, "#log"))
         cancel_confirmed(browser)
         # On a cluster a cancel deletes the job (its pods with it): it leaves the table.
-        browser.get(bg.url + "/")
+        browser.get(bg.address("/"))
         until(browser, "the table loaded", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
         until(browser, "the job gone from the table", lambda d: sub.name not in text(d, "#jobs"))

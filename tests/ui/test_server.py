@@ -123,7 +123,7 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
             running = events.until("status", lambda d: all(r["phase"] == "Running" for r in d["replicas"]))
             assert running["row"]["phase"] == "Running"
             metrics = events.until("metrics", lambda d: d["names"] == ["loss"] and d["samples"] == 10)
-        plot = request(f"{href}/metrics/loss.svg?x=step&v={metrics['version']}")
+        plot = request(f"{href}/plot.svg?name=loss&x=step&v={metrics['version']}")
         assert plot.status == 200 and plot.headers["content-type"].startswith("image/svg+xml")
         assert plot.body.count('data-points="5"') == 2, plot.body  # a line per replica, five steps each
         assert ">worker-0 0.2<" in plot.body and ">worker-1 0.3<" in plot.body  # the legend's latest values
@@ -135,7 +135,7 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
         assert (("worker-1", XSS)) in lines and ("worker-1", "replica 1 step 9") in lines
         tail = lines_of(log_events(href + "/events?tail=1"))
         assert sorted(tail) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
-        svg = request(f"{href}/metrics/loss.svg?x=time").body
+        svg = request(f"{href}/plot.svg?name=loss&x=time").body
         assert svg.count('data-points="10"') == 2 and "loss by time" in svg
     finally:
         release(job)
@@ -164,10 +164,16 @@ def test_job_page_holds_one_stream_for_status_metrics_and_its_filtered_log(
             more = gather(events, lines=2, samples=20)
             assert sorted(more["lines"]) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
             assert more["metrics"]["names"] == ["loss"]
-        for bad in ("grep=(", "index=one"):
+        # A wrong filter is said in the page's words (its fields, not the CLI's flags), field first.
+        for bad, said in (
+            ("grep=(", "grep: not a regular expression (missing ), unterminated subpattern at position 0): '('"),
+            ("role=worker&index=one", "index: give a replica's index, a whole number from 0 (got 'one')"),
+            ("index=1", "index: choose a role too (an index counts the replicas of one role)"),
+            ("tail=-1", "tail: give how many of the last lines to show, a whole number from 0 (got '-1')"),
+        ):
             with Events(f"{href}/events?{bad}") as events:
                 event, data = next(iter(events))
-                assert event == "failed" and data["message"].startswith("bad filter"), (bad, data)
+                assert (event, data["message"]) == ("failed", said), bad
                 assert events.until("status")["row"]["phase"] == "Running"  # the page's status goes on
     finally:
         release(job)
@@ -234,21 +240,23 @@ def test_host_header_of_another_name_is_refused_on_loopback(server: Background) 
     assert request(server.url + "/", headers={"Host": f"localhost:{server.port}"}).status == 200
 
 
-def test_any_other_address_requires_the_token(local: LocalBackend) -> None:
-    assert Guard.for_bind("127.0.0.1", 1).token is None
-    assert Guard.for_bind("0.0.0.0", 1).token and Guard.for_bind("192.168.1.5", 1).token
+def test_every_address_requires_the_token(local: LocalBackend) -> None:
+    """Loopback too (as Jupyter): other users of the machine reach 127.0.0.1; each start makes a fresh token
+    unless one is given."""
+    for host in ("127.0.0.1", "0.0.0.0", "192.168.1.5"):
+        assert len(Guard.for_bind(host, 1).token) >= 32
+    assert Guard.for_bind("127.0.0.1", 1).token != Guard.for_bind("127.0.0.1", 1).token
     with Background([local], host="0.0.0.0") as bg:
         url = f"http://127.0.0.1:{bg.port}"
         token = bg.guard.token
-        assert token is not None
-        assert request(url + "/").status == 403
-        assert request(url + "/?token=wrong").status == 403
-        first = request(url + "/?token=" + token)
+        assert request(url + "/", auth=False).status == 403
+        assert request(url + "/?token=wrong", auth=False).status == 403
+        first = request(url + "/?token=" + token, auth=False)
         assert first.status == 303 and first.headers["location"] == "/"
         cookie = first.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         name_value = cookie.split(";", 1)[0]
-        assert request(url + "/", headers={"Cookie": name_value}).status == 200
+        assert request(url + "/", headers={"Cookie": name_value}, auth=False).status == 200
         assert request(url + "/api/jobs", headers={"Authorization": f"Bearer {token}"}).json() == {
             "jobs": [],
             "errors": [],

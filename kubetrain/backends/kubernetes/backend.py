@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -305,12 +306,13 @@ class KubernetesBackend:
         grep: str | re.Pattern[str] | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> Iterator[LogRecord]:
         """Every selected replica's log, merged in time order, records keyed ``role-index`` (the prefix).
 
-        ``follow``: until the job ends, across restarts; Pending replicas are waited for. ``previous``:
-        the container instance before the last restart. ``on_missing(replica, why)`` hears about replicas
-        without a log (not started; no previous instance)."""
+        ``follow``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited
+        for. ``previous``: the container instance before the last restart. ``on_missing(replica, why)``
+        hears about replicas without a log (not started; no previous instance)."""
         if index is not None and role is None:
             raise KubernetesError("--index needs --role")
         if follow and previous:
@@ -324,7 +326,7 @@ class KubernetesBackend:
             if index is not None and not 0 <= index < info.replicas:
                 raise KubernetesError(f"role {role} of job {job_id} has replicas 0..{info.replicas - 1}")
         if follow:
-            return _without_metrics(following.follow_logs(self, loc, role, index, tail, since, grep), grep)
+            return _without_metrics(following.follow_logs(self, loc, role, index, tail, since, grep, stop), grep)
         grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace), roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
 

@@ -229,13 +229,14 @@ def deleted_status(name: str, jw: JobWatch) -> JobStatus:
 
 
 def follow_logs(backend: KubernetesBackend, loc: Located, role: str | None, index: int | None, tail: int | None,
-                since: Since | None, grep: str | re.Pattern[str] | None) -> Iterator[LogRecord]:
-    """``logs -f``: until the job ends, across restarts; Pending replicas are waited for."""
+                since: Since | None, grep: str | re.Pattern[str] | None,
+                stop: threading.Event | None = None) -> Iterator[LogRecord]:
+    """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for."""
     jw = JobWatch(backend.kube, loc.namespace, loc.name, loc.resource, timeout_seconds=backend.watch_timeout).start()
     try:
         jw.wait_synced(30)
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name), role=role, index=index,
-                               tail=tail, since=since, grep=grep, grace=backend.log_grace)
+                               tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop)
         yield from follower
     finally:
         jw.stop()

@@ -253,6 +253,7 @@ class LogFollower:
         since: Since | None = None,
         grep: str | re.Pattern[str] | None = None,
         grace: float = 5.0,
+        stop: threading.Event | None = None,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -264,6 +265,8 @@ class LogFollower:
         self._q: queue.Queue[object] = queue.Queue()
         self._replicas: dict[str, _Replica] = {}
         self._stopped = threading.Event()
+        self._asked_to_stop = stop
+        """Set by the reader (another thread) to end the following: the watcher below notices it."""
         self._first_step = True
 
     def stop(self) -> None:
@@ -273,6 +276,9 @@ class LogFollower:
     def _watch_changes(self) -> None:
         seen = self.watch.version
         while not self._stopped.is_set():
+            if self._asked_to_stop is not None and self._asked_to_stop.is_set():
+                self.stop()  # wakes the main loop, which then ends
+                return
             now = self.watch.wait_change(seen, timeout=1.0)
             if now != seen:
                 seen = now

@@ -24,7 +24,9 @@ from .status_map import job_status, jobs_by_name
 from .workload import JSON, is_root, labels, meta
 
 
-class JobNotFound(KubernetesError):
+class JobNotFound(KubernetesError, LookupError):
+    """No kubetrain job of that name in the namespace (a `LookupError`, as on every backend)."""
+
     def __init__(self, name: str, namespace: str) -> None:
         super().__init__(f"no kubetrain job {name} in namespace {namespace} (kubetrain list --backend kubernetes "
                          f"-n {namespace})")

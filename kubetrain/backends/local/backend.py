@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -580,6 +581,7 @@ class LocalBackend:
         grep: str | re.Pattern[str] | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> Iterator[LogRecord]:
         """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended; while
         it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
@@ -598,7 +600,10 @@ class LocalBackend:
             what = f"role {role}" + (f" index {index}" if index is not None else "")
             raise LocalError(f"job {job_id} has no replica matching {what}")
         if follow:
-            return follow_log(paths, lambda: self._ended(job_id), since=since, tail=tail, grep=pattern)
+            def until() -> bool:
+                return (stop is not None and stop.is_set()) or self._ended(job_id)
+
+            return follow_log(paths, until, since=since, tail=tail, grep=pattern)
         if on_missing is not None:
             for key, path in paths.items():
                 if not path.exists():

@@ -1,16 +1,19 @@
 """`kubetrain ui`: serve the web view of jobs (local, Kubernetes, or both at once) until Ctrl-C.
 
 `--backend` may be given more than once: `--backend local --backend kubernetes -n team-a` shows this
-machine's jobs and the namespace's in one table. Binds to 127.0.0.1; any other `--host` requires a token,
-printed once at start. Needs the optional extra `kubetrain[ui]` (Starlette, uvicorn).
+machine's jobs and the namespace's in one table. Binds to 127.0.0.1. The page needs a token, printed once
+at start in the address to open (as Jupyter's): other users of this machine reach 127.0.0.1 too, and the page
+shows env values and can cancel jobs. Needs the optional extra `kubetrain[ui]` (Starlette, uvicorn).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS
+from ...contract.env_names import UI_TOKEN
 from ..errors import CliError
 from ..options import add_cluster, open_backend_for
 
@@ -20,8 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default: 127.0.0.1, this machine only; any other requires the token printed "
-        "at start)",
+        help="address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    p.add_argument(
+        "--token",
+        default=os.environ.get(UI_TOKEN),
+        help=f"the key to the page, instead of a fresh one per start (default: ${UI_TOKEN}); keep it private",
     )
     p.add_argument(
         "--backend",
@@ -49,6 +56,4 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             one = argparse.Namespace(**{**vars(args), "backend": name})
             backends.append(stack.enter_context(open_backend_for(one)))
-        with contextlib.suppress(KeyboardInterrupt):
-            serve(backends, args.host, args.port)
-    return 0
+        return serve(backends, args.host, args.port, token=args.token)

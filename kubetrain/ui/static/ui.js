@@ -194,9 +194,26 @@
 
   var metricVersion = 0;
 
+  // How the plots are drawn now: the x axis and the y scale the page's selects say.
+  function plotView() {
+    return {
+      x: document.getElementById("metric-x").value,
+      scale: document.getElementById("metric-scale").value,
+    };
+  }
+
+  // The name is a query parameter, encoded (pages.plot_src builds the same): `eval/loss`, or a name with
+  // `?`, `#`, `%` or a newline, cannot be a path segment.
   function plotSrc(name) {
-    var x = document.getElementById("metric-x").value;
-    return body.getAttribute("data-job") + "/metrics/" + encodeURIComponent(name) + ".svg?x=" + x + "&v=" + metricVersion;
+    var view = plotView();
+    var params = new URLSearchParams({ name: name, x: view.x, scale: view.scale, v: String(metricVersion) });
+    return body.getAttribute("data-job") + "/plot.svg?" + params.toString();
+  }
+
+  function redrawPlots() {
+    document.querySelectorAll("#metrics img.plot").forEach(function (img) {
+      img.src = plotSrc(img.getAttribute("data-metric"));
+    });
   }
 
   function renderMetrics(d) {
@@ -213,10 +230,12 @@
         img.alt = name;
         box.appendChild(img);
       }
-      // Replaced only once the new picture has loaded, so a growing plot never blinks.
+      // Replaced only once the new picture has loaded, so a growing plot never blinks; unless the axes were
+      // changed meanwhile (that change has drawn the plot already, and this picture is of the old axes).
       var next = new Image();
       var src = plotSrc(name);
-      next.onload = function () { img.src = src; };
+      var view = JSON.stringify(plotView());
+      next.onload = function () { if (JSON.stringify(plotView()) === view) img.src = src; };
       next.src = src;
     });
     document.getElementById("no-metrics").hidden = d.names.length > 0;
@@ -227,25 +246,113 @@
   var source = null;
   var logLines = 0;
 
+  // The log's chunks sit in one block inside the box, watched for its size: it grows with every chunk, and
+  // also when a chunk laid out at its placeholder size takes its real one (below). Whatever moves the bottom
+  // of the log, a follower is taken back to it.
+  var logLinesBox = null;
+  var logGrown = typeof ResizeObserver === "function" ? new ResizeObserver(function () { keepAtEnd(); }) : null;
+
   function resetLog() {
-    document.getElementById("log").replaceChildren();
+    logLinesBox = el("div", null, "lines");
+    document.getElementById("log").replaceChildren(logLinesBox);
+    if (logGrown) {
+      logGrown.disconnect();
+      logGrown.observe(logLinesBox);
+    }
     document.getElementById("log-error").hidden = true;
     document.getElementById("log-count").textContent = "";
     logLines = 0;
   }
 
   function appendLines(lines) {
-    var box = document.getElementById("log");
+    var block = logLinesBox;
     // One text block per batch: ten thousand lines are a handful of nodes, not ten thousand.
     var text = lines.map(function (l) { return "[" + l[0] + "] " + l[2]; }).join("\n");
-    box.appendChild(el("pre", text, "chunk"));
+    block.appendChild(el("pre", text, "chunk"));
     logLines += lines.length;
-    while (logLines > MAX_LOG_LINES && box.firstChild) {
-      logLines -= box.firstChild.textContent.split("\n").length;
-      box.removeChild(box.firstChild);
+    while (logLines > MAX_LOG_LINES && block.firstChild) {
+      logLines -= block.firstChild.textContent.split("\n").length;
+      block.removeChild(block.firstChild);
     }
     document.getElementById("log-count").textContent = logLines + " lines";
-    if (document.getElementById("log-follow").checked) box.scrollTop = box.scrollHeight;
+    keepAtEnd();
+  }
+
+  // "keep at the end". A chunk out of view is laid out at its placeholder size (ui.css: content-visibility),
+  // and takes its real size only once it is rendered near the view, a frame or two later (or when the page
+  // is scrolled to show the box): scrolling to scrollHeight right after an append stops short, because the
+  // bottom moves down when the chunks brought into view render. So the box is scrolled after layout, in
+  // animation frames, again until it has stayed at its end with nothing growing for a few frames (at most
+  // STICK_FRAMES; every append, and every growth the observer above sees, starts the count over). Appends
+  // within one frame cost one scroll.
+  var STICK_FRAMES = 120;
+  var STILL_FRAMES = 3;
+  var stickLeft = 0;
+  var stickStill = 0;
+  var stickFrame = 0;
+  var stickHeight = -1;
+
+  function atEnd(box) { return box.scrollTop + box.clientHeight >= box.scrollHeight - 2; }
+
+  function keepAtEnd() {
+    if (!document.getElementById("log-follow").checked) return;
+    stickLeft = STICK_FRAMES;
+    stickStill = 0;
+    stickHeight = -1;
+    if (!stickFrame) stickFrame = requestAnimationFrame(stick);
+  }
+
+  function stick() {
+    stickFrame = 0;
+    var box = document.getElementById("log");
+    if (!document.getElementById("log-follow").checked) return;
+    var height = box.scrollHeight;
+    if (atEnd(box) && height === stickHeight) {
+      stickStill += 1;
+    } else {
+      stickStill = 0;
+      box.scrollTop = height;
+    }
+    stickHeight = height;
+    if (stickStill < STILL_FRAMES && --stickLeft > 0) stickFrame = requestAnimationFrame(stick);
+  }
+
+  // A scroll up by hand pauses following (the box is unchecked), so the next lines do not pull the view away
+  // from what is being read; checking it again jumps to the end. The wheel and the keys say their direction
+  // and pause at once (before the next frame's scroll to the end could undo them); a drag of the scrollbar,
+  // a selection or a touch pauses once it has moved the view up, away from the end. Scrolls of the page's own,
+  // and of the browser's (keeping the view in place while chunks take their real size), pause nothing.
+  function followLog() {
+    var box = document.getElementById("log");
+    var follow = document.getElementById("log-follow");
+    var held = { pointer: false, touch: false };
+    var lastTop = 0;
+    function pause() {
+      if (box.scrollHeight > box.clientHeight) follow.checked = false;
+    }
+    box.addEventListener("wheel", function (event) { if (event.deltaY < 0) pause(); }, { passive: true });
+    box.addEventListener("keydown", function (event) {
+      if (/^(ArrowUp|PageUp|Home)$/.test(event.key) || (event.key === " " && event.shiftKey)) pause();
+    });
+    box.addEventListener("pointerdown", function () { held.pointer = true; });
+    box.addEventListener("touchstart", function () { held.touch = true; }, { passive: true });
+    ["pointerup", "pointercancel"].forEach(function (type) {
+      document.addEventListener(type, function () { held.pointer = false; });
+    });
+    ["touchend", "touchcancel"].forEach(function (type) {
+      document.addEventListener(type, function () { held.touch = false; });
+    });
+    box.addEventListener("scroll", function () {
+      var up = box.scrollTop < lastTop;
+      lastTop = box.scrollTop;
+      if (up && (held.pointer || held.touch) && !atEnd(box)) follow.checked = false;
+    }, { passive: true });
+    follow.addEventListener("change", function () {
+      if (follow.checked) {
+        box.scrollTop = box.scrollHeight;
+        keepAtEnd();
+      }
+    });
   }
 
   function logError(message) {
@@ -275,6 +382,7 @@
     stream.addEventListener("lines", function (event) { appendLines(JSON.parse(event.data)); });
     stream.addEventListener("end", function () {
       document.getElementById("log").appendChild(el("div", "— end of output —", "log-end"));
+      keepAtEnd();
     });
     stream.addEventListener("failed", function (event) { logError(JSON.parse(event.data).message); });
     stream.addEventListener("gone", function (event) {
@@ -308,11 +416,9 @@
   }
 
   function jobPage() {
-    document.getElementById("metric-x").addEventListener("change", function () {
-      document.querySelectorAll("#metrics img.plot").forEach(function (img) {
-        img.src = plotSrc(img.getAttribute("data-metric"));
-      });
-    });
+    document.getElementById("metric-x").addEventListener("change", redrawPlots);
+    document.getElementById("metric-scale").addEventListener("change", redrawPlots);
+    followLog();
     document.getElementById("log-filters").addEventListener("submit", function (event) {
       event.preventDefault();
       openStream();

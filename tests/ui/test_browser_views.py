@@ -1,0 +1,220 @@
+"""The job page's log and plots in a real browser (Debian's chromium, headless, driven by selenium): "keep at
+the end" reaches the end of a 100,000-line log, also of one that streamed below the fold, a scroll up by hand
+pauses it and checking it again returns there; a metric named `eval/loss` plots by a linear and a log scale.
+
+Every wait is for something the page shows (selenium's WebDriverWait on a condition), never a sleep."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.jobspec import from_dict
+from kubetrain.status import JobPhase
+from kubetrain.ui.server import Background
+from tests.support.browser import headless_chromium
+from tests.support.helpers import no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.ui.helpers import TOKEN, request
+
+WAIT = 20.0
+"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
+
+LINES = 100_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with headless_chromium() as driver:
+        yield driver
+
+
+def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
+    return WebDriverWait(driver, WAIT).until(test, message=what)
+
+
+def text(driver: Any, css: str) -> str:
+    return str(
+        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
+    )
+
+
+def finished_job(local: LocalBackend, tmp: Path, name: str, script: str) -> str:
+    """A one-replica job run to its end."""
+    path = tmp / f"{name}.py"
+    path.write_text(script)
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(path)]}},
+    }
+    result = local.run(from_dict(doc))
+    assert result.status is not None and result.status.phase is JobPhase.SUCCEEDED
+    return result.job_id
+
+
+# Where the log box is, read in one script run: scrolled to its end, and the last line's text and whether it
+# lies inside the box's visible area (the rectangle of that line's characters, within the box's client area).
+LOG_VIEW = """
+const box = document.getElementById('log');
+const chunks = box.querySelectorAll('pre.chunk');
+const last = chunks[chunks.length - 1];
+const node = last ? last.firstChild : null;
+let line = '', visible = false;
+if (node) {
+  const all = node.textContent;
+  line = all.slice(all.lastIndexOf('\\n') + 1);
+  const range = document.createRange();
+  range.setStart(node, all.length - line.length);
+  range.setEnd(node, all.length);
+  const r = range.getBoundingClientRect(), b = box.getBoundingClientRect();
+  const inner = b.top + box.clientTop;
+  visible = r.height > 0 && r.top >= inner - 1 && r.bottom <= inner + box.clientHeight + 1;
+}
+return {
+  atEnd: box.scrollTop + box.clientHeight >= box.scrollHeight - 2,
+  top: box.scrollTop, height: box.scrollHeight, client: box.clientHeight,
+  line: line, visible: visible, follow: document.getElementById('log-follow').checked,
+  ended: !!box.querySelector('.log-end'),
+};
+"""
+
+
+def stream_open(driver: Any) -> bool:
+    return bool(driver.find_element(By.ID, "live").get_attribute("class") == "live on")
+
+
+def log_view(driver: Any) -> dict[str, Any]:
+    return dict(driver.execute_script(LOG_VIEW))
+
+
+def shows_the_end(driver: Any) -> bool:
+    view = log_view(driver)
+    return bool(view["atEnd"] and view["visible"] and view["line"].startswith(f"[worker-0] line {LINES - 1}"))
+
+
+LONG = f"import sys\nsys.stdout.write(''.join(f'line {{i}}\\n' for i in range({LINES})))\n"
+"""A replica that prints LINES lines and ends."""
+
+
+def test_keep_at_the_end_reaches_the_end_of_a_long_log(browser: Any, local: LocalBackend, tmp_path: Path) -> None:
+    job_id = finished_job(local, tmp_path, "long", LONG)
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/local/{job_id}"))
+        until(browser, "the end of the output", lambda d: log_view(d)["ended"])
+        assert text(browser, "#log-count") == f"{LINES} lines"
+        assert log_view(browser)["follow"]
+        until(browser, "the log box at its end, its last line in view", shows_the_end)
+
+
+def test_a_scroll_up_by_hand_pauses_following_and_checking_again_returns_to_the_end(
+    browser: Any, local: LocalBackend, tmp_path: Path
+) -> None:
+    job_id = finished_job(local, tmp_path, "long", LONG)
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/local/{job_id}"))
+        until(browser, "the end of the output, in view", lambda d: log_view(d)["ended"] and shows_the_end(d))
+        box = browser.find_element(By.ID, "log")
+        ActionChains(browser).scroll_from_origin(ScrollOrigin.from_element(box), 0, -2000).perform()
+        until(browser, "following paused", lambda d: not log_view(d)["follow"])
+        assert not log_view(browser)["atEnd"]  # left where the user scrolled to
+        browser.find_element(By.ID, "log-follow").click()
+        until(browser, "back at the end", shows_the_end)
+
+
+# Waits at a gate (a FIFO: opening it blocks until the test opens it for writing), then prints the lines
+# fast, of varied lengths, while the page is open and following. Under the 10 MiB at which a replica's log
+# file is rotated: this test is about the page, not about following a log across a rotation.
+LIVE = """
+import sys
+open(sys.argv[1]).read()
+for i in range({lines}):
+    print(f"line {{i}} " + "x" * (i % 40), flush=i % 500 == 0)
+"""
+
+
+BELOW_THE_FOLD = "return document.getElementById('log').getBoundingClientRect().top > window.innerHeight"
+
+
+def test_keep_at_the_end_holds_when_the_page_is_scrolled_to_a_live_log(
+    browser: Any, local: LocalBackend, tmp_path: Path
+) -> None:
+    """The log box below the fold while the lines stream: its chunks are laid out at their placeholder size
+    until the page is scrolled to show it; then they take their real size, and the view stays at the end."""
+    script, gate = tmp_path / "live.py", tmp_path / "gate"
+    script.write_text(LIVE.format(lines=LINES))
+    os.mkfifo(gate)
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "live"},
+        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script), str(gate)]}},
+    }
+    job_id = local.run(from_dict(doc), detach=True).job_id
+    size = browser.get_window_size()
+    try:
+        browser.set_window_size(1280, 600)
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address(f"/jobs/local/{job_id}"))
+            until(browser, "the stream open", stream_open)
+            assert browser.execute_script(BELOW_THE_FOLD)
+            os.close(os.open(gate, os.O_WRONLY))  # the replica starts printing
+            until(browser, "the end of the output", lambda d: log_view(d)["ended"])
+            assert text(browser, "#log-count") == f"{LINES} lines"
+            browser.execute_script("document.getElementById('log').scrollIntoView()")
+            until(browser, "the log box at its end, its last line in view", shows_the_end)
+        wait_phase(job_id, JobPhase.SUCCEEDED)
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+        with contextlib.suppress(OSError):  # a test failed before the replica passed its gate
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
+
+
+METRIC = """
+import kubetrain.metrics as m
+for step in range(6):
+    m.log(step=step, **{"eval/loss": 10.0 ** -step})
+"""
+
+PLOT = """
+const i = document.querySelector('#metrics img.plot[data-metric="eval/loss"]');
+return i ? {src: i.src, loaded: i.complete && i.naturalWidth > 0} : null;
+"""
+
+
+def plot(driver: Any) -> dict[str, Any] | None:
+    """The eval/loss plot's address and whether its picture has loaded (a broken one has no width)."""
+    found = driver.execute_script(PLOT)
+    return dict(found) if found else None
+
+
+def test_a_metric_named_with_a_slash_plots_by_linear_and_log_scale(
+    browser: Any, local: LocalBackend, tmp_path: Path
+) -> None:
+    job_id = finished_job(local, tmp_path, "evals", METRIC)
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/local/{job_id}"))
+        linear = until(browser, "the eval/loss plot loaded", lambda d: (p := plot(d)) and p["loaded"] and p)
+        assert parse_qs(urlsplit(linear["src"]).query)["scale"] == ["linear"]
+        assert "eval/loss by step<" in request(linear["src"]).body
+        Select(browser.find_element(By.ID, "metric-scale")).select_by_value("log")
+        log = until(
+            browser,
+            "the plot by log scale loaded",
+            lambda d: (p := plot(d)) and p["src"] != linear["src"] and p["loaded"] and p,
+        )
+        assert parse_qs(urlsplit(log["src"]).query)["scale"] == ["log"]
+        body = request(log["src"]).body
+        assert "eval/loss by step, log scale<" in body and 'data-points="6"' in body

@@ -1,0 +1,115 @@
+"""`kubetrain ui` as a person runs it: the address it prints holds the token (required on loopback too),
+a taken port is an error before any address is announced, and Ctrl-C ends it quietly with status 130
+while pages hold their event streams open."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.ui.helpers import Events, request
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(port: int, home: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "KUBETRAIN_HOME": str(home)}
+    env.pop("KUBETRAIN_UI_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """A `kubetrain ui` process, its port, and the token of the address it printed."""
+    port = free_port()
+    proc = start(port, tmp_path)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # printed once the port is bound
+        assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first
+        url = first.split(" at ", 1)[1].strip()
+        [token] = parse_qs(urlsplit(url).query)["token"]
+        yield proc, port, token
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+def test_loopback_requires_the_printed_token(running: tuple[subprocess.Popen[str], int, str]) -> None:
+    """Other users of the machine reach 127.0.0.1 too: without the token the page (env values, cancel) is
+    refused; with the address as printed, it opens."""
+    _proc, port, token = running
+    url = f"http://127.0.0.1:{port}"
+    assert request(url + "/api/jobs", auth=False).status == 403
+    assert request(url + "/api/jobs", headers={"Authorization": "Bearer not-it"}).status == 403
+    first = request(f"{url}/?token={token}", auth=False)
+    assert first.status == 303 and first.headers["location"] == "/"
+    cookie = first.headers["set-cookie"].split(";", 1)[0]
+    assert request(url + "/", headers={"Cookie": cookie}, auth=False).status == 200
+
+
+def test_a_fixed_token_is_taken_from_the_environment(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "KUBETRAIN_HOME": str(tmp_path), "KUBETRAIN_UI_TOKEN": "kept-across-restarts"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip().endswith("/?token=kept-across-restarts")
+        headers = {"Authorization": "Bearer kept-across-restarts"}
+        assert request(f"http://127.0.0.1:{port}/api/jobs", headers=headers).status == 200
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_a_taken_port_is_an_error_and_no_address_is_announced(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = start(port, tmp_path)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert out == ""  # no "serving ... at" for a server that never served
+    assert err.strip() == (
+        f"error: port {port} on 127.0.0.1 is in use (another kubetrain ui?): give another with --port, "
+        "or open the one already running"
+    )
+
+
+def test_ctrl_c_ends_quietly_with_status_130(running: tuple[subprocess.Popen[str], int, str]) -> None:
+    """With a jobs table and a job-less page streaming, Ctrl-C ends the server at once: status 130 as any
+    interrupted command, and no traceback."""
+    proc, port, token = running
+    headers = {"Authorization": f"Bearer {token}"}
+    with Events(f"http://127.0.0.1:{port}/events", headers=headers) as table:
+        assert next(iter(table))[0] == "jobs"  # the stream is open and live
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "CancelledError" not in err, err
