@@ -3,9 +3,14 @@ size, the oldest files removed, and every line either on disk or counted in the 
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from pathlib import Path
 
+import pytest
+
+from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.logfiles import (
     LogWriter,
     follow_log,
@@ -16,6 +21,7 @@ from kubetrain.backends.local.logfiles import (
     rotation_from_env,
 )
 from kubetrain.contract import env_names
+from kubetrain.jobspec import from_dict
 from tests.support.helpers import cli, job_file, no_traceback, write
 
 LINES = 3000
@@ -103,6 +109,42 @@ def test_a_follower_rotated_past_the_last_file_still_reads_the_files_after_its_o
     done.set()
     got += [int(r.text.split()[1]) for r in followed if r.text.startswith("line ")]
     assert got == list(range(1010))
+
+
+WRITE = "import sys\nfor i in range(int(sys.argv[1])):\n    print(f'line {i:05d} ' + 'x' * 120)\n"
+
+
+def test_a_slow_follower_reads_every_line_of_a_fast_writer_through_many_rotations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`logs -f` (and the web view) behind a replica that rotates its log every few milliseconds: a reader
+    that starts before the log exists and falls several rotations behind, or looks while a rotation renames
+    the files one by one, still reads every line once, in order, when none was rotated away."""
+    monkeypatch.setenv("KUBETRAIN_LOG_MAX_SIZE", "64Ki")
+    monkeypatch.setenv("KUBETRAIN_LOG_MAX_FILES", "1000")  # enough: nothing is removed
+    script = tmp_path / "write.py"
+    script.write_text(WRITE)
+    count = 30_000
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "fast"},
+        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script), str(count)]}},
+    }
+    backend = LocalBackend()
+    try:
+        job_id = backend.run(from_dict(doc), detach=True).job_id
+        got = []
+        for n, rec in enumerate(backend.logs(job_id, follow=True)):
+            if rec.text.startswith("line "):
+                got.append(int(rec.text.split()[1]))
+            if n % 500 == 0:
+                time.sleep(0.01)  # a slow reader: the writer rotates several times meanwhile
+        files = log_files(backend.store.log_path(job_id, "worker", 0))
+    finally:
+        backend.close()
+    assert len(files) > 20 and rotated_away(files[-1])["lines"] == 0
+    assert got == list(range(count))
 
 
 def test_sizes_and_settings_from_the_environment() -> None:

@@ -402,13 +402,19 @@ def rotation_marker(path: Path, key: str = "") -> LogRecord | None:
 
 
 def log_files(path: Path) -> list[Path]:
-    """The files of one replica's log, oldest first: the rotated ones (``.N`` … ``.1``), then ``path``."""
-    rotated = []
-    n = 1
-    while (p := rotated_path(path, n)).exists():
-        rotated.append(p)
-        n += 1
-    return [*reversed(rotated), path]
+    """The files of one replica's log, oldest first: the rotated ones (``.N`` … ``.1``), then ``path``.
+
+    Listed from the folder, not by counting up from ``.1`` to the first missing number: a rotation renames
+    ``.N-1`` → ``.N`` … ``log`` → ``.1`` one at a time, and meanwhile a number is missing for a moment,
+    which would hide every older file from a reader."""
+    prefix = path.name + "."
+    numbers = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for name in os.listdir(path.parent):
+            suffix = name[len(prefix) :]
+            if name.startswith(prefix) and suffix.isdigit() and int(suffix) > 0:
+                numbers.append(int(suffix))
+    return [*(rotated_path(path, n) for n in sorted(numbers, reverse=True)), path]
 
 
 def append_note(path: Path, text: str, stream: str = "stderr") -> None:
@@ -617,7 +623,7 @@ def iter_log(
     if offset:
         yield from _iter_file(path, flt, tail, key, offset)
         return
-    files = _open_all(log_files(path))
+    files = open_log_files(path)
     try:
         marker = rotation_marker(path, key)
         if marker is not None and not (flt.accepts(marker) and (flt.until is None or marker.time_ns < flt.until)):
@@ -659,6 +665,37 @@ def _open_all(paths: list[Path]) -> list[BinaryIO]:
         seen.add(ino)
         out.append(f)
     return out
+
+
+def _inodes(paths: list[Path]) -> list[int | None]:
+    out: list[int | None] = []
+    for p in paths:
+        try:
+            out.append(p.stat().st_ino)
+        except FileNotFoundError:
+            out.append(None)
+    return out
+
+
+def open_log_files(path: Path, *, current: bool = True) -> list[BinaryIO]:
+    """The files of ``path``'s log (oldest first; without ``path`` itself unless ``current``), opened as one
+    consistent set: listed, opened, then listed again; if a rotation renamed any meanwhile (a name now holds
+    another file), the set is taken again. Open files keep their content whatever is renamed later, so a
+    reader neither skips a file nor reads one twice while the writer rotates."""
+    opened: list[BinaryIO] = []
+    for _attempt in range(50):
+        names = log_files(path) if current else log_files(path)[:-1]
+        opened = _open_all(names)
+        mine = [os.fstat(f.fileno()).st_ino for f in opened]
+        # The same names, each still naming the file opened: no rename came between (a whole rotation
+        # between the listing and the opening would otherwise pass, one file short).
+        again = log_files(path) if current else log_files(path)[:-1]
+        if again == names and _inodes(names) == mine:
+            return opened
+        for f in opened:
+            f.close()
+        time.sleep(0.001)  # a rotation is renaming: it takes a few system calls
+    return _open_all(log_files(path) if current else log_files(path)[:-1])  # best effort: still renaming
 
 
 def _iter_file(path: Path, flt: LogFilter, tail: int | None, key: str, offset: int) -> Iterator[LogRecord]:
@@ -703,6 +740,9 @@ class _Follower:
     offset: int = 0
     pending: bytes = b""
     file: BinaryIO | None = None
+    done_ino: int | None = None
+    """The newest file read to its end (a rotated one), while no file is followed: the files after it are
+    read before the one written now."""
 
     def history(self, flt: LogFilter, tail: int | None) -> Iterator[LogRecord]:
         """The records present now; later records are left to :meth:`read_new`."""
@@ -715,7 +755,18 @@ class _Follower:
         if self.file is not None:
             self.offset = _complete_end(self.file, os.fstat(self.file.fileno()).st_size)
         marker = rotation_marker(self.path, self.key)
-        older = _open_all(log_files(self.path)[:-1])
+        older = open_log_files(self.path, current=False)
+        if self.file is not None:
+            # Rotated since it was opened (it is among them): the history is what came before it; it and
+            # the files after it are read by `read_new`.
+            inodes = [os.fstat(f.fileno()).st_ino for f in older]
+            mine = os.fstat(self.file.fileno()).st_ino
+            if mine in inodes:
+                for f in older[inodes.index(mine) :]:
+                    f.close()
+                older = older[: inodes.index(mine)]
+        elif older:
+            self.done_ino = os.fstat(older[-1].fileno()).st_ino
         try:
             sources = [(f, _complete_end(f, os.fstat(f.fileno()).st_size)) for f in older]
             if self.file is not None:
@@ -742,10 +793,16 @@ class _Follower:
         out: list[LogRecord] = []
         if self.file is None:
             try:
-                self.file = open(self.path, "rb")  # noqa: SIM115 - kept open while following
+                current = open(self.path, "rb")  # noqa: SIM115 - kept open while following
             except FileNotFoundError:
                 return out
-            self.offset, self.pending = 0, b""
+            # The files rotated since the last one read, up to the one now written: a slow reader (or one
+            # that started before the log existed) may find several rotations done since it last looked.
+            for f in self._rotated_since(os.fstat(current.fileno()).st_ino):
+                with f:
+                    self._parse(f.read(), flt, out)
+                self.pending = b""  # a complete file's last record without its newline is not one
+            self.file, self.offset, self.pending, self.done_ino = current, 0, b"", None
         self._read_rest(flt, out)
         try:
             st = os.stat(self.path)
@@ -753,13 +810,12 @@ class _Follower:
             return out  # between a rotation's rename and the new file: next round
         mine = os.fstat(self.file.fileno())
         if st.st_ino != mine.st_ino:
-            # Rotated: what was left of the old file is read above; then the files written after it. A
-            # complete file's last record without its newline (cut by a crash) is not one.
+            # Rotated: the old file is complete now (the writer renames it only once done with it), and may
+            # have grown, even filled up, between the read above and the look at its name: read to its end,
+            # then the files written after it.
+            self._read_rest(flt, out)
             self.pending = b""
-            for p in self._after(mine.st_ino):
-                with contextlib.suppress(FileNotFoundError), open(p, "rb") as f:
-                    self._parse(f.read(), flt, out)
-                self.pending = b""
+            self.done_ino = mine.st_ino
             self.file.close()
             self.file = None
             return out + self.read_new(flt)
@@ -768,16 +824,17 @@ class _Follower:
             self._read_rest(flt, out)
         return out
 
-    def _after(self, ino: int) -> list[Path]:
-        """The rotated files newer than the one with inode ``ino`` (rotated more than once meanwhile).
-        When that file is no longer among them, rotation removed it (oldest first), so every rotated file
-        left is newer than it: all of them are read, or their lines would be skipped uncounted."""
-        files = log_files(self.path)[:-1]
-        for i, p in enumerate(files):
-            with contextlib.suppress(FileNotFoundError):
-                if p.stat().st_ino == ino:
-                    return files[i + 1 :]
-        return files
+    def _rotated_since(self, current_ino: int) -> list[BinaryIO]:
+        """The rotated files newer than ``done_ino`` and older than the file ``current_ino``, opened. When
+        ``done_ino`` is no longer among them, rotation removed it (oldest first), so every rotated file left
+        is newer than it: all of them are read, or their lines would be skipped uncounted."""
+        files = open_log_files(self.path, current=False)
+        inodes = [os.fstat(f.fileno()).st_ino for f in files]
+        start = inodes.index(self.done_ino) + 1 if self.done_ino in inodes else 0
+        end = inodes.index(current_ino) if current_ino in inodes else len(files)
+        for f in files[:start] + files[end:]:
+            f.close()
+        return files[start:end]
 
     def _read_rest(self, flt: LogFilter, out: list[LogRecord]) -> None:
         assert self.file is not None
