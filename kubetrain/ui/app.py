@@ -49,6 +49,8 @@ from .table_diff import TableState, is_empty, rows_digest
 from .views import ACTIONS
 
 STATIC_DIR = Path(__file__).with_name("static")
+ENDED = ("Succeeded", "Failed", "Cancelled")
+"""The phases after which a job's metrics and log grow no more."""
 KEEPALIVE = 15.0
 """Seconds of quiet after which a stream sends a comment (a closed tab then ends its stream)."""
 COALESCE = 0.05
@@ -288,6 +290,14 @@ class MetricsTracker:
 
         threading.Thread(target=pump, name=f"ui-metrics-{job_id}", daemon=True).start()
 
+    def load(self, source: Source, job_id: str) -> None:
+        """Read an ended job's metrics once (nothing more will come: no thread follows them)."""
+        samples = list(source.metrics(job_id))
+        with self.lock:
+            if not self.running:
+                self.samples = samples
+        self.feed.bump()
+
 
 # -- the app -----------------------------------------------------------------------------------------------
 
@@ -464,7 +474,12 @@ class WebView:
             return HTMLResponse(pages.message_page(title, str(exc), self.csrf(request)), status_code=_status(exc))
         tracker = self.tracker(source, detail.row.id)
         if not tracker.running and source.has_metrics():
-            tracker.follow(source, detail.row.id)
+            if detail.row.phase not in ENDED:
+                tracker.follow(source, detail.row.id)
+            elif not tracker.samples:
+                # Read before the page is drawn, so an ended job's page comes with its plots (a follow
+                # would start from nothing and draw them only at the stream's first event).
+                await asyncio.to_thread(tracker.load, source, detail.row.id)
         return HTMLResponse(pages.job_page(detail, spec, tracker.names(), tracker.feed.version, self.csrf(request)))
 
     async def detail_json(self, request: Request) -> Response:
@@ -522,7 +537,7 @@ class WebView:
                         if (
                             tracker is not None
                             and not tracker.running
-                            and detail.row.phase not in ("Succeeded", "Failed", "Cancelled")
+                            and detail.row.phase not in ENDED
                         ):
                             tracker.follow(source, detail.row.id)
                     if tracker is not None and tracker.feed.version != metrics_seen:

@@ -145,3 +145,13 @@ def test_log_scale_with_no_sample_above_zero_says_so_instead_of_a_plot(values: l
     assert series_points(root) == []
     said = "1 sample" if len(values) == 1 else f"all {len(values)} samples"
     assert f"{said} <= 0: none can be shown on a log scale" in texts(root)
+
+
+def test_an_ended_jobs_page_comes_with_its_plots(server: Background, local: LocalBackend, tmp_path: Path) -> None:
+    """The first page of a job that has ended holds its plots as served, not only after its stream's first
+    event (nothing follows an ended job's metrics)."""
+    job_id, gate = metrics_job(local, tmp_path)
+    open_gate(gate)
+    wait_phase(job_id, JobPhase.SUCCEEDED)
+    page = request(f"{server.url}/jobs/local/{job_id}")
+    assert sorted(html.unescape(name) for name, _src in IMG.findall(page.body)) == sorted(NAMES)
