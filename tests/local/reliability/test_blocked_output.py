@@ -4,10 +4,13 @@ supervisor: every byte reaches the logs, `cancel` works at once, and no process 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from kubetrain.backends.local.live_output import LiveOutput
 from kubetrain.status import JobPhase
@@ -34,7 +37,10 @@ time.sleep(600)
 """
 
 
-def test_a_terminal_nobody_reads_holds_up_neither_the_logs_nor_cancel(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["cancel", "ctrl-c", "delete"])
+def test_a_terminal_nobody_reads_holds_up_neither_the_logs_nor_cancel(tmp_path: Path, stop: str) -> None:
+    """Stopped by `kubetrain cancel`, by Ctrl-C to the run itself, or by `kubetrain delete`, while its terminal
+    reads nothing: the job stops at once, with its true outcome, and no process of it is left."""
     (tmp_path / "writer.py").write_text(WRITER)
     path = job_file(
         tmp_path, {"framework": "generic", "replicas": 2, "run": {"python": ["writer.py", str(LINES)]}}, name="blocked"
@@ -50,27 +56,31 @@ def test_a_terminal_nobody_reads_holds_up_neither_the_logs_nor_cancel(tmp_path: 
             "both replicas' output in their logs",
             lambda: all(lines and lines[-1].endswith("wrote everything") for lines in log_lines(job_id).values()),
         )
-        started = time.monotonic()
-        cancel = cli("cancel", job_id)
-        took = time.monotonic() - started
-        no_traceback(cancel)
-        assert cancel.returncode == 0, cancel.stderr
         with local_backend() as backend:
-            status = backend.status(job_id)
             records = backend.store.replica_records(job_id)
-        assert status.phase is JobPhase.CANCELLED
-        print(f"cancel with a blocked stdout took {took:.2f}s")  # reported by -s; no timing assertion
-        # No process of the job is left (checked by the pids the store recorded), and `run` itself ends.
         pids = [r.pid for r in records if r.pid]
         assert len(pids) == 2
+        written = {key: [line for line in lines if " line " in line] for key, lines in log_lines(job_id).items()}
+        started = time.monotonic()
+        if stop == "ctrl-c":
+            run.send_signal(signal.SIGINT)
+        else:
+            done = cli(stop, job_id)
+            no_traceback(done)
+            assert done.returncode == 0, done.stderr
+        # No process of the job is left (checked by the pids the store recorded), and `run` itself ends.
         wait_gone(pids)
         assert run.wait(timeout=60) == 130
+        print(f"{stop} with a blocked stdout took {time.monotonic() - started:.2f}s")  # -s; no timing assertion
         assert not any(alive(p) for p in pids)
+        with local_backend() as backend:
+            if stop == "delete":
+                assert job_id not in [s.job_id for s in backend.list()]
+            else:
+                assert backend.status(job_id).phase is JobPhase.CANCELLED
         # Every line each replica wrote is in its log file.
-        for key, lines in log_lines(job_id).items():
-            index = key.split("-")[1]
-            written = [line for line in lines if line.startswith(f"replica {index} line ")]
-            assert len(written) == LINES, key
+        for key, lines in written.items():
+            assert len(lines) == LINES, key
     finally:
         if run.poll() is None:
             run.kill()
