@@ -25,9 +25,7 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -43,6 +41,7 @@ from ..contract.errors import KubetrainError
 from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
+from .metrics_tracker import MetricsTracker
 from .security import Guard, new_session
 from .sources import Source
 from .table_diff import TableState, is_empty, rows_digest
@@ -75,12 +74,17 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def _cookies(scope: Scope) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
+    """The request's cookies, each `name=value` pair on its own: a browser sends the cookies of every app
+    on this host (ports do not separate cookies), and one of theirs that a strict parser refuses (JSON in a
+    value, a space) must not hide kubetrain's own and lock the user out."""
+    out: dict[str, str] = {}
     for name, value in scope.get("headers", []):
         if name == b"cookie":
-            with contextlib.suppress(Exception):
-                jar.load(value.decode("latin-1"))
-    return {k: v.value for k, v in jar.items()}
+            for pair in value.decode("latin-1").split(";"):
+                key, sep, val = pair.strip().partition("=")
+                if sep and key:
+                    out.setdefault(key, val.strip().strip('"'))
+    return out
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -248,55 +252,6 @@ class Pipe:
     @property
     def finished(self) -> bool:
         return self.done and not self.items
-
-
-@dataclass
-class MetricsTracker:
-    """The samples of one job's metrics, followed once for every viewer of the job."""
-
-    samples: list[Any] = field(default_factory=list)
-    feed: ChangeFeed = field(default_factory=ChangeFeed)
-    running: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def names(self) -> list[str]:
-        with self.lock:
-            return sorted({str(s.name) for s in self.samples})
-
-    def snapshot(self) -> list[Any]:
-        with self.lock:
-            return list(self.samples)
-
-    def follow(self, source: Source, job_id: str) -> None:
-        """Read the job's metrics from the start and follow them on a thread, unless already doing so."""
-        with self.lock:
-            if self.running:
-                return
-            self.running = True
-            self.samples = []
-
-        def pump() -> None:
-            try:
-                for sample in source.metrics(job_id, follow=True):
-                    with self.lock:
-                        self.samples.append(sample)
-                    self.feed.bump()
-            except Exception:
-                pass
-            finally:
-                with self.lock:
-                    self.running = False
-                self.feed.bump()
-
-        threading.Thread(target=pump, name=f"ui-metrics-{job_id}", daemon=True).start()
-
-    def load(self, source: Source, job_id: str) -> None:
-        """Read an ended job's metrics once (nothing more will come: no thread follows them)."""
-        samples = list(source.metrics(job_id))
-        with self.lock:
-            if not self.running:
-                self.samples = samples
-        self.feed.bump()
 
 
 # -- the app -----------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -98,6 +99,15 @@ def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | Non
         flush=True,
     )
     print("kubetrain ui: the token in this address is the key to the page; keep it private", flush=True)
+    if not guard.loopback:
+        # As Jupyter warns: plain HTTP, so the token and every page cross the network readable by anyone on
+        # the way. kubetrain serves no TLS; an SSH tunnel to 127.0.0.1 keeps it on this machine.
+        print(
+            f"warning: serving on {host}: the token and the pages travel unencrypted (plain HTTP); "
+            f"prefer the default 127.0.0.1 and an SSH tunnel (ssh -L {port}:127.0.0.1:{port} HOST)",
+            file=sys.stderr,
+            flush=True,
+        )
     # uvicorn re-raises the signal that stopped it once it has shut down: Ctrl-C comes back as
     # KeyboardInterrupt, SIGTERM as the default action (the process ends by that signal).
     try:

@@ -14,7 +14,7 @@ from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
 from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
-from tests.ui.helpers import Events, gated_job, release, request
+from tests.ui.helpers import TOKEN, Events, gated_job, release, request
 from tests.ui.test_server import CSRF
 
 # A bell, colours, a window title and the "Trojan Source" override (U+202E) and isolate (U+2066).
@@ -103,3 +103,13 @@ def test_a_closed_page_leaves_no_log_follower_behind(
         assert local.status(job.job_id).phase is JobPhase.RUNNING  # the job itself goes on
     finally:
         release(job)
+
+
+def test_cookies_of_other_apps_on_this_host_do_not_hide_the_token(server: Background) -> None:
+    """Ports do not separate cookies: a notebook or dev server on 127.0.0.1 sends its cookies here too, and
+    one a strict parser refuses (JSON, a space, a quote) must not lock the user out."""
+    token_cookie = f"kubetrain_token_{server.port}={TOKEN}"
+    for others in ('prefs={"theme":"dark"}', "bad=val ue", 'q=a"b', "a=1"):
+        for cookie in (f"{others}; {token_cookie}", f"{token_cookie}; {others}"):
+            assert request(server.url + "/api/jobs", headers={"Cookie": cookie}, auth=False).status == 200, cookie
+    assert request(server.url + "/api/jobs", headers={"Cookie": 'prefs={"theme":"dark"}'}, auth=False).status == 403

@@ -113,3 +113,16 @@ def test_ctrl_c_ends_quietly_with_status_130(running: tuple[subprocess.Popen[str
         _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "CancelledError" not in err, err
+
+
+def test_another_address_is_served_with_a_warning_that_http_is_unencrypted(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(port, tmp_path, "--host", "0.0.0.0")
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert "/?token=" in proc.stdout.readline()
+        warning = proc.stderr.readline()
+        assert warning.startswith("warning: serving on 0.0.0.0: the token and the pages travel unencrypted"), warning
+    finally:
+        proc.kill()
+        proc.wait(30)
