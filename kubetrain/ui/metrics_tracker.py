@@ -3,26 +3,109 @@ its `metrics` events read them here)."""
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .changes import ChangeFeed
 from .sources import Source
+from .svg import series_label
+
+KEEP = 20_000
+"""The most samples kept per (metric, series), an even number: see `Thinned`."""
+
+
+@dataclass
+class Thinned:
+    """One (metric, series)'s samples, at most `KEEP` of them plus the latest, evenly spaced over the whole run.
+
+    Why: the web view follows a running job for as long as the server runs, page open or not, and a job
+    logging every few milliseconds would otherwise grow the server without end (megabytes a minute). The plot
+    draws at most `svg.MAX_POINTS` per line anyway, so more than `KEEP` evenly spaced samples show nothing
+    more. Each kept sample stands for a window of `stride` samples; when `KEEP` are kept, neighbouring windows
+    are merged (half the samples go, `stride` doubles), so the kept ones stay evenly spaced from the first
+    sample on. The first and the latest samples are always kept (the legend shows the latest), and a window
+    keeps a NaN or infinite sample over a finite one: a diverged moment is what a plot must not lose."""
+
+    kept: list[Any] = field(default_factory=list)
+    stride: int = 1
+    seen: int = 0
+    latest: Any = None
+
+    def add(self, sample: Any) -> None:
+        if self.seen % self.stride == 0:  # the first sample of a new window stands for it
+            self.kept.append(sample)
+        elif len(self.kept) > 1 and _finite(self.kept[-1]) and not _finite(sample):
+            self.kept[-1] = sample
+        self.seen += 1
+        self.latest = sample
+        if len(self.kept) >= KEEP:
+            # Windows 2w and 2w+1 become window w; window 0's sample stays the first one.
+            pairs = zip(self.kept[2::2], self.kept[3::2], strict=True)
+            self.kept = [self.kept[0], *(b if _finite(a) and not _finite(b) else a for a, b in pairs)]
+            self.stride *= 2
+
+    def __len__(self) -> int:
+        return len(self.kept) + (self.latest is not None and self.latest is not self.kept[-1])
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.kept
+        if self.latest is not None and self.latest is not self.kept[-1]:
+            yield self.latest
+
+
+def _finite(sample: Any) -> bool:
+    try:
+        return math.isfinite(float(sample.value))
+    except (TypeError, ValueError):
+        return True
+
+
+class Samples:
+    """The samples a tracker keeps, by (metric, series): sized and iterable like the list it replaces, its
+    length counted without copying (each `metrics` event says it)."""
+
+    def __init__(self, samples: Iterable[Any] = ()) -> None:
+        self.series: dict[tuple[str, str], Thinned] = {}
+        self.count = 0
+        for s in samples:
+            self.add(s)
+
+    def add(self, sample: Any) -> None:
+        key = (str(sample.name), series_label(sample))
+        one = self.series.get(key)
+        if one is None:
+            one = self.series[key] = Thinned()
+        before = len(one)
+        one.add(sample)
+        self.count += len(one) - before
+
+    def names(self) -> list[str]:
+        return sorted({name for name, _ in self.series})
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Any]:
+        for one in self.series.values():
+            yield from one
 
 
 @dataclass
 class MetricsTracker:
-    """The samples of one job's metrics, followed once for every viewer of the job."""
+    """The samples of one job's metrics, followed once for every viewer of the job, at most `KEEP` per
+    (metric, series) (`Thinned` says why and how)."""
 
-    samples: list[Any] = field(default_factory=list)
+    samples: Samples = field(default_factory=Samples)
     feed: ChangeFeed = field(default_factory=ChangeFeed)
     running: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def names(self) -> list[str]:
         with self.lock:
-            return sorted({str(s.name) for s in self.samples})
+            return self.samples.names()
 
     def snapshot(self) -> list[Any]:
         with self.lock:
@@ -34,13 +117,13 @@ class MetricsTracker:
             if self.running:
                 return
             self.running = True
-            self.samples = []
+            self.samples = Samples()
 
         def pump() -> None:
             try:
                 for sample in source.metrics(job_id, follow=True):
                     with self.lock:
-                        self.samples.append(sample)
+                        self.samples.add(sample)
                     self.feed.bump()
             except Exception:
                 pass
@@ -53,11 +136,11 @@ class MetricsTracker:
 
     def load(self, source: Source, job_id: str) -> None:
         """Read an ended job's metrics once (nothing more will come: no thread follows them)."""
-        samples = list(source.metrics(job_id))
+        samples = Samples(source.metrics(job_id))
         with self.lock:
             if not self.running:
                 self.samples = samples
         self.feed.bump()
 
 
-__all__ = ["MetricsTracker"]
+__all__ = ["KEEP", "MetricsTracker", "Samples", "Thinned"]

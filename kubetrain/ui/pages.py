@@ -40,7 +40,9 @@ def _layout(title: str, body: str, *, page: str, csrf: str, data: dict[str, str]
         f'<body data-page="{_e(page)}"{attrs}>'
         '<header class="top"><a class="brand" href="/">kubetrain</a>'
         '<span id="live" class="live" title="live updates">●</span></header>'
-        f"<main>{body}</main></body></html>"
+        # Said when the page can no longer reach its server as it was (restarted, with a new token): ui.js.
+        '<main><p id="notice" class="notice" role="alert" hidden></p>'
+        f"{body}</main></body></html>"
     )
 
 

@@ -43,10 +43,34 @@
     });
   }
 
+  var RESTARTED = "the server restarted: reload the page (with the new address if its token changed)";
+
+  function notice(text) {
+    var p = document.getElementById("notice");
+    if (!p) return;
+    p.textContent = text;
+    p.hidden = false;
+  }
+
+  // An event stream that fails while the server is away retries by itself; one the server refuses (any
+  // answer but 200) is closed for good. A refusal is asked about with a cheap request: 403 is the server
+  // refusing the page's token, i.e. it restarted with a new one, and only a reload with its address helps.
+  function refused() {
+    fetch("/static/ui.css", { cache: "no-store", credentials: "same-origin" }).then(function (response) {
+      if (response.status === 403) notice(RESTARTED);
+      else notice("live updates stopped (the server answered " + response.status + "): reload the page");
+    }, function () {
+      notice("live updates stopped: the server cannot be reached; reload the page once it runs again");
+    });
+  }
+
   function live(source) {
     var dot = document.getElementById("live");
     source.addEventListener("open", function () { if (dot) dot.className = "live on"; });
-    source.addEventListener("error", function () { if (dot) dot.className = "live"; });
+    source.addEventListener("error", function () {
+      if (dot) dot.className = "live";
+      if (source.readyState === EventSource.CLOSED) refused();
+    });
   }
 
   // A browser opens at most 6 connections to one host for all of its tabs (HTTP/1.1), and every page's
@@ -187,9 +211,53 @@
       }
     }
     failure.replaceChildren.apply(failure, parts);
+    allowed = d.actions;
+    enableActions();
+  }
+
+  // The actions the job can take now (its last status says), the one in flight (its button stays disabled
+  // until a status event shows what it did), and whether the job is gone (nothing can be done any more).
+  var allowed = [];
+  var acting = null;
+  var gone = false;
+
+  function enableActions() {
     document.querySelectorAll("button.action").forEach(function (b) {
-      b.disabled = d.actions.indexOf(b.getAttribute("data-action")) < 0;
+      var action = b.getAttribute("data-action");
+      b.disabled = gone || (acting !== null && acting.action === action) || allowed.indexOf(action) < 0;
     });
+  }
+
+  // A status event after an action's reply says what the action did: the reply's line ("resume: Pending")
+  // would otherwise stay beside a job that is Running by now.
+  function onStatus(d) {
+    if (acting && acting.replied) {
+      document.getElementById("action-result").textContent = "";
+      acting = null;
+    }
+    renderStatus(d);
+  }
+
+  var ENDED = ["Succeeded", "Failed", "Cancelled"];
+
+  // The job is not there any more (deleted here, from the CLI, or on a cluster by its cancel): the page stops
+  // looking alive. A job that had ended keeps its phase (a cancel on a cluster deletes the job it cancelled).
+  function jobGone(data) {
+    gone = true;
+    acting = null;
+    var phase = document.getElementById("phase");
+    if (ENDED.indexOf(phase.textContent) < 0) {
+      // "Deleted" when the server says so; else "Gone" (it may also be a backend that stopped answering).
+      var shown = data.deleted === true ? "Deleted" : "Gone";
+      phase.textContent = shown;
+      phase.className = "phase phase-" + shown;
+    }
+    document.getElementById("message").textContent = data.message;
+    enableActions();
+    var dot = document.getElementById("live");
+    if (dot) dot.className = "live";
+    document.getElementById("log").appendChild(el("div", "— the job is gone: no more output —", "log-end"));
+    keepAtEnd();
   }
 
   var metricVersion = 0;
@@ -210,35 +278,70 @@
     return body.getAttribute("data-job") + "/plot.svg?" + params.toString();
   }
 
+  // Each plot's image by metric name, and the address each should show (the newest asked for).
+  var plots = {};
+  var wanted = {};
+
+  function plotImg(name) {
+    var img = document.createElement("img");
+    img.className = "plot";
+    img.setAttribute("data-metric", name);
+    img.alt = name;
+    return img;
+  }
+
   function redrawPlots() {
-    document.querySelectorAll("#metrics img.plot").forEach(function (img) {
-      img.src = plotSrc(img.getAttribute("data-metric"));
+    Object.keys(plots).forEach(function (name) {
+      wanted[name] = plotSrc(name);
+      plots[name].src = wanted[name];
+    });
+  }
+
+  // A job logging every few milliseconds sends a `metrics` event every 50 ms: redrawing every plot on each
+  // would fetch a dozen images a second for a change no one can see. A plot is redrawn at most every
+  // PLOT_EVERY ms: the first change after a quiet spell at once, the rest of a burst once at its end (a
+  // trailing redraw, so the latest samples are always drawn in the end). A new metric's plot shows at once.
+  var PLOT_EVERY = 2000;
+  var plotsDrawn = performance.now(); // the page came with its plots drawn
+  var plotTimer = 0;
+
+  function refreshPlots() {
+    plotTimer = 0;
+    plotsDrawn = performance.now();
+    Object.keys(plots).forEach(function (name) {
+      var src = plotSrc(name);
+      if (wanted[name] === src) return;
+      wanted[name] = src;
+      // The new picture replaces the shown one once loaded, so a growing plot never blinks (one request per
+      // redraw: the loaded image is the one shown); unless a newer one was asked for meanwhile, or the axes
+      // were changed (that change has drawn the plot already, and this picture is of the old axes).
+      var next = plotImg(name);
+      next.alt = plots[name].alt;
+      var view = JSON.stringify(plotView());
+      next.onload = function () {
+        if (wanted[name] !== src || JSON.stringify(plotView()) !== view) return;
+        var shown = plots[name];
+        if (shown.parentNode) shown.parentNode.replaceChild(next, shown);
+        plots[name] = next;
+      };
+      next.src = src;
     });
   }
 
   function renderMetrics(d) {
     metricVersion = d.version;
     var box = document.getElementById("metrics");
-    var have = {};
-    box.querySelectorAll("img.plot").forEach(function (img) { have[img.getAttribute("data-metric")] = img; });
     d.names.forEach(function (name) {
-      var img = have[name];
-      if (!img) {
-        img = document.createElement("img");
-        img.className = "plot";
-        img.setAttribute("data-metric", name);
-        img.alt = name;
-        box.appendChild(img);
-      }
-      // Replaced only once the new picture has loaded, so a growing plot never blinks; unless the axes were
-      // changed meanwhile (that change has drawn the plot already, and this picture is of the old axes).
-      var next = new Image();
-      var src = plotSrc(name);
-      var view = JSON.stringify(plotView());
-      next.onload = function () { if (JSON.stringify(plotView()) === view) img.src = src; };
-      next.src = src;
+      if (plots[name]) return;
+      var img = plotImg(name);
+      wanted[name] = img.src = plotSrc(name);
+      plots[name] = img;
+      box.appendChild(img);
     });
     document.getElementById("no-metrics").hidden = d.names.length > 0;
+    if (!plotTimer) {
+      plotTimer = setTimeout(refreshPlots, Math.max(0, plotsDrawn + PLOT_EVERY - performance.now()));
+    }
   }
 
   // The page's one event stream: status, metrics and the log, with the log's filters as its parameters
@@ -363,6 +466,7 @@
 
   // (Re)opened when a log filter changes: the server then reads the log again with the new filters.
   function openStream() {
+    if (gone) return; // nothing more will come: the page stays as the job was last seen
     var form = document.getElementById("log-filters");
     var params = new URLSearchParams();
     ["role", "index", "grep", "tail"].forEach(function (k) {
@@ -377,7 +481,7 @@
     live(stream);
     // Every connection sends the log from its start: after a reconnect, the page starts it over.
     stream.addEventListener("open", resetLog);
-    stream.addEventListener("status", function (event) { renderStatus(JSON.parse(event.data)); });
+    stream.addEventListener("status", function (event) { onStatus(JSON.parse(event.data)); });
     stream.addEventListener("metrics", function (event) { renderMetrics(JSON.parse(event.data)); });
     stream.addEventListener("lines", function (event) { appendLines(JSON.parse(event.data)); });
     stream.addEventListener("end", function () {
@@ -387,7 +491,8 @@
     stream.addEventListener("failed", function (event) { logError(JSON.parse(event.data).message); });
     stream.addEventListener("gone", function (event) {
       stream.close();
-      document.getElementById("message").textContent = JSON.parse(event.data).message;
+      source = null;
+      jobGone(JSON.parse(event.data));
     });
   }
 
@@ -397,25 +502,51 @@
     if (!window.confirm(action + " job " + job + "?\n" + button.title)) return;
     var result = document.getElementById("action-result");
     result.textContent = action + "…";
+    var mine = acting = { action: action, replied: false };
+    enableActions();
+    function failed(text) {
+      if (acting === mine) acting = null;
+      result.textContent = text;
+      enableActions();
+    }
     fetch(body.getAttribute("data-job") + "/" + action, {
       method: "POST",
       headers: { "X-Kubetrain-CSRF": csrf },
       credentials: "same-origin",
     }).then(function (response) {
-      return response.json().then(function (data) {
-        if (!response.ok) { result.textContent = data.error || response.statusText; return; }
+      // Read as text first: a refusal may be plain text (a 403 from the server's guard, or its token page
+      // after it restarted), and is shown as the server said it, not as a JSON parser's complaint.
+      return response.text().then(function (text) {
+        var data = null;
+        try { data = JSON.parse(text); } catch (err) { data = null; }
+        if (!response.ok) {
+          failed((data && data.error) || text.trim() || response.statusText || "HTTP " + response.status);
+          // 403 to a page of this server: its token or this page's CSRF token is refused, so it restarted.
+          if (response.status === 403) notice(RESTARTED);
+          return;
+        }
+        if (!data || typeof data.phase !== "string") { failed(text.trim() || response.statusText); return; }
         result.textContent = action + ": " + data.phase;
         if (action === "delete") { window.location.href = "/"; return; }
+        if (acting === mine) mine.replied = true;
         // The backend's answer is the job's state now (on a cluster a cancelled job is then deleted, and
         // no later status event may come to say it).
         var phase = document.getElementById("phase");
         phase.textContent = data.phase;
         phase.className = "phase phase-" + data.phase;
       });
-    }).catch(function (err) { result.textContent = String(err); });
+    }).catch(function (err) { failed(String(err)); });
   }
 
   function jobPage() {
+    document.querySelectorAll("button.action").forEach(function (b) {
+      if (!b.disabled) allowed.push(b.getAttribute("data-action"));
+    });
+    document.querySelectorAll("#metrics img.plot").forEach(function (img) {
+      var name = img.getAttribute("data-metric");
+      plots[name] = img;
+      wanted[name] = img.getAttribute("src");
+    });
     document.getElementById("metric-x").addEventListener("change", redrawPlots);
     document.getElementById("metric-scale").addEventListener("change", redrawPlots);
     followLog();

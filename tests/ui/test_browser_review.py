@@ -1,0 +1,252 @@
+"""The job page in a real browser (Debian's chromium, headless, driven by selenium) when things go wrong or
+fast: a job logging every 20 ms does not make the page fetch its plots on every change, yet the page ends
+showing the latest samples; a refusal from the server is shown as its text, and a server restarted with a
+new token is said plainly; a job deleted while its page is open stops looking alive; an action's result
+line gives way to the next status.
+
+Every wait is for something the page shows (selenium's WebDriverWait on a condition), never a sleep."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.jobspec import from_dict
+from kubetrain.status import JobPhase
+from kubetrain.ui.server import Background
+from tests.support.browser import headless_chromium
+from tests.support.helpers import no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.ui.helpers import TOKEN, Events, gated_job, release
+
+WAIT = 30.0
+"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
+
+RESTARTED = "the server restarted: reload the page (with the new address if its token changed)"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with headless_chromium() as driver:
+        yield driver
+
+
+def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
+    return WebDriverWait(driver, WAIT).until(test, message=what)
+
+
+def text(driver: Any, css: str) -> str:
+    return str(
+        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
+    )
+
+
+def buttons(driver: Any) -> dict[str, bool]:
+    """Each action button: enabled or not."""
+    pairs = driver.execute_script(
+        "return [...document.querySelectorAll('button.action')].map(b => [b.dataset.action, !b.disabled])"
+    )
+    return {str(a): bool(b) for a, b in pairs}
+
+
+def click_confirmed(driver: Any, action: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, f'button[data-action="{action}"]').click()
+    WebDriverWait(driver, WAIT).until(expected_conditions.alert_is_present()).accept()
+
+
+# -- plots: a fast job ------------------------------------------------------------------------------------
+
+NAMES = ["loss", "acc", "lr", "grad_norm", "tokens"]
+STEPS = 250
+
+# Logs step 0 and waits at its first gate (so the page opens on five plots), then logs five metrics every
+# 20 ms for STEPS steps and waits at its second gate (a FIFO each: its open blocks until the test opens it).
+FAST = """
+import sys, time
+import kubetrain.metrics as m
+names = {names!r}
+m.log(step=0, **{{n: 1.0 for n in names}})
+open(sys.argv[1]).read()
+for step in range(1, {steps} + 1):
+    m.log(step=step, **{{n: 1.0 / (step + 1) for n in names}})
+    time.sleep(0.02)
+open(sys.argv[2]).read()
+"""
+
+SHOWN = """
+return [...document.querySelectorAll('#metrics img.plot')].map(
+  i => [i.dataset.metric, i.complete && i.naturalWidth > 0, new URL(i.src).searchParams.get('v')])
+"""
+
+PLOT_REQUESTS = """
+return performance.getEntriesByType('resource')
+  .filter(e => e.name.includes('/plot.svg?')).map(e => [e.name, e.startTime])
+"""
+
+
+def fast_job(local: LocalBackend, tmp: Path) -> tuple[str, list[Path]]:
+    script = tmp / "fast.py"
+    script.write_text(FAST.format(names=NAMES, steps=STEPS))
+    gates = [tmp / "gate0", tmp / "gate1"]
+    for gate in gates:
+        os.mkfifo(gate)
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "fast"},
+        "spec": {
+            "framework": "generic",
+            "replicas": 1,
+            "run": {"exec": [sys.executable, str(script), *map(str, gates)]},
+        },
+    }
+    return local.run(from_dict(doc), detach=True).job_id, gates
+
+
+def open_gate(gate: Path) -> None:
+    os.close(os.open(gate, os.O_WRONLY))  # returns once the replica waits there
+
+
+def test_a_fast_job_redraws_each_plot_at_most_every_two_seconds_and_last_with_its_latest_samples(
+    browser: Any, tmp_path: Path
+) -> None:
+    local = LocalBackend()
+    job_id, gates = fast_job(local, tmp_path)
+    try:
+        with Background([local], token=TOKEN) as bg:
+            href = f"{bg.url}/jobs/local/{job_id}"
+            with Events(href + "/events") as events:
+                events.until("metrics", lambda d: d["samples"] == len(NAMES))
+            browser.get(bg.address(f"/jobs/local/{job_id}"))
+            until(browser, "five plots", lambda d: len(d.execute_script(SHOWN)) == len(NAMES))
+            browser.execute_script("performance.setResourceTimingBufferSize(100000)")
+            with Events(href + "/events") as events:
+                open_gate(gates[0])  # five metrics every 20 ms, for a few seconds
+                last = events.until("metrics", lambda d: d["samples"] == len(NAMES) * (STEPS + 1))["version"]
+
+            # The trailing redraw: every plot shown ends as asked for after the last sample arrived.
+            def latest_shown(driver: Any) -> bool:
+                shown = driver.execute_script(SHOWN)
+                return len(shown) == len(NAMES) and all(ok and v is not None and int(v) >= last for _n, ok, v in shown)
+
+            until(browser, "every plot drawn with the latest samples", latest_shown)
+
+            # Bursts collapse: a plot's image was asked for at most once per two seconds (a bound the page
+            # sets itself, so a slow machine only spaces the requests further apart).
+            asked: dict[str, list[float]] = defaultdict(list)
+            for url, start in browser.execute_script(PLOT_REQUESTS):
+                asked[parse_qs(urlsplit(url).query)["name"][0]].append(float(start))
+            assert sorted(asked) == sorted(NAMES)
+            for name, times in asked.items():
+                gaps = [b - a for a, b in itertools.pairwise(times)]
+                assert len(times) >= 2, (name, times)  # redrawn while the job logged
+                assert min(gaps) >= 1500, (name, [round(g) for g in gaps])
+        open_gate(gates[1])
+        wait_phase(job_id, JobPhase.SUCCEEDED)
+    finally:
+        for gate in gates:  # a gate not yet opened, with its reader there, is opened
+            with contextlib.suppress(OSError):
+                os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
+        if not local.status(job_id).phase.is_terminal:  # a test stopped early leaves no job running
+            local.cancel(job_id)
+        local.close()
+
+
+# -- a restarted server --------------------------------------------------------------------------------
+
+
+def test_an_action_refused_with_plain_text_shows_that_text(browser: Any, tmp_path: Path) -> None:
+    """The server restarted (same token, so the page's stream reconnects): the page's CSRF token is refused
+    with a plain-text 403, which the page shows as the server wrote it, and says the server restarted."""
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=1)  # Suspended: resume is allowed
+    try:
+        with Background([local], token=TOKEN) as first:
+            port = first.port
+            browser.get(first.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "the job page", lambda d: text(d, "#phase") == "Suspended")
+            until(browser, "live", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
+        with Background([local], port=port, token=TOKEN):
+            click_confirmed(browser, "resume")
+            until(
+                browser,
+                "the refusal's text",
+                lambda d: text(d, "#action-result") == "missing or wrong CSRF token: reload the page",
+            )
+            until(browser, "the restart said", lambda d: text(d, "#notice") == RESTARTED)
+            assert buttons(browser)["resume"]  # nothing happened: it can be tried again after a reload
+        assert local.status(job.job_id).phase is JobPhase.SUSPENDED
+    finally:
+        release(job)
+        local.close()
+
+
+def test_a_server_restarted_with_a_new_token_is_said_on_the_page(browser: Any, tmp_path: Path) -> None:
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=1)
+    try:
+        with Background([local], token=TOKEN) as first:
+            port = first.port
+            browser.get(first.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "live", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
+            assert not browser.find_element(By.ID, "notice").is_displayed()
+        with Background([local], port=port, token="a-new-token"):
+            # The page's stream reconnects by itself, is refused (403), and the page says why.
+            until(browser, "the restart said", lambda d: text(d, "#notice") == RESTARTED)
+            assert browser.find_element(By.ID, "live").get_attribute("class") == "live"
+    finally:
+        release(job)
+        local.close()
+
+
+# -- a deleted job, an action's result ----------------------------------------------------------------------
+
+
+def test_a_job_deleted_while_its_page_is_open_stops_looking_alive(browser: Any, tmp_path: Path) -> None:
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=1)
+    try:
+        local.resume(job.job_id)
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "Running", lambda d: text(d, "#phase") == "Running")
+            until(browser, "the log", lambda d: "replica 1 step 4" in text(d, "#log"))
+            assert buttons(browser)["cancel"]
+            local.delete(job.job_id)
+            until(browser, "the job shown gone", lambda d: text(d, "#phase") in ("Deleted", "Gone"))
+            assert not any(buttons(browser).values()), buttons(browser)
+            assert browser.find_element(By.ID, "live").get_attribute("class") == "live"
+            assert "the job is gone" in text(browser, "#log")
+            assert text(browser, "#message") != ""
+    finally:
+        release(job)
+        local.close()
+
+
+def test_an_actions_result_gives_way_to_the_next_status(browser: Any, tmp_path: Path) -> None:
+    """ "resume: Pending" (the backend's answer) does not stay beside a job that is Running by now."""
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=1)
+    try:
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "the job page", lambda d: text(d, "#phase") == "Suspended")
+            click_confirmed(browser, "resume")
+            until(browser, "Running", lambda d: text(d, "#phase") == "Running")
+            until(browser, "the result line cleared", lambda d: text(d, "#action-result") == "")
+            assert buttons(browser) == {"cancel": True, "suspend": True, "resume": False, "delete": True}
+    finally:
+        release(job)
+        local.close()
