@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..contract.choices import BACKEND_ALIASES
 from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, KubetrainError, UsageError
-from ..contract.logs import LogRecord, LogSink, TimeBound
+from ..contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 
 if TYPE_CHECKING:
     from ..jobspec import TrainJob
@@ -260,7 +260,7 @@ class Backend(Protocol):
         follow: bool = False,
         tail: int | None = None,
         since: TimeBound | None = None,
-        grep: str | None = None,
+        grep: str | GrepPattern | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,

@@ -4,6 +4,9 @@ A record is one line of a replica's output with the time it was read and its str
 reads them back from its CRI-format log files, the Kubernetes backend from the API's `timestamps=true`
 log stream. Both parse the same RFC 3339 timestamps and filter with the same `LogFilter`, so `--since`,
 `--grep` and the rest mean one thing on every backend.
+
+A grep is any `GrepPattern`: the CLI's is a compiled `re` pattern; the web view's gives up on a line that
+takes too long (`SearchTooSlow`), because Python's `re` cannot be stopped once it backtracks.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from .errors import UsageError
+from .errors import KubetrainError, UsageError
 
 STREAMS = ("stdout", "stderr")
 
@@ -121,13 +124,48 @@ class LogRecord:
         return datetime.fromtimestamp(self.time_ns / 1e9, UTC)
 
 
+class GrepPattern(Protocol):
+    """What a log filter's grep is: anything whose `search(text)` finds it in a line (a match, else None).
+    A compiled `re` pattern is one; the web view's time-limited pattern is another."""
+
+    def search(self, text: str, /) -> object: ...
+
+
+class SearchTooSlow(KubetrainError):
+    """A grep gave up on a line: its search ran past its time limit. The pattern raises it knowing only the
+    line's text; the filter that asked names the line (`at`), so the reader can find it and see why (a long
+    line, typically). Its message is `summary (which line): advice`."""
+
+    def __init__(self, summary: str, advice: str, line: LogRecord | None = None) -> None:
+        self.summary, self.advice, self.line = summary, advice, line
+        where = "" if line is None else f" ({_which_line(line)})"
+        super().__init__(f"{summary}{where}: {advice}")
+
+    def at(self, line: LogRecord) -> SearchTooSlow:
+        return SearchTooSlow(self.summary, self.advice, line)
+
+
+def _which_line(rec: LogRecord) -> str:
+    when = rec.time.strftime("%Y-%m-%d %H:%M:%S UTC")
+    who = f"{rec.key} wrote" if rec.key else "written"
+    return f"the line {who} at {when}, {len(rec.text):,} characters long"
+
+
+def grep_finds(grep: GrepPattern, rec: LogRecord) -> bool:
+    """`grep` finds something in `rec`'s text; a search that gave up says on which line."""
+    try:
+        return grep.search(rec.text) is not None
+    except SearchTooSlow as exc:
+        raise exc.at(rec) from None
+
+
 @dataclass(frozen=True)
 class LogFilter:
     """Which records `kubetrain logs` keeps: a time window, a pattern, streams."""
 
     since: int | None = None
     until: int | None = None
-    grep: re.Pattern[str] | None = None
+    grep: GrepPattern | None = None
     streams: frozenset[str] | None = None
 
     def accepts(self, rec: LogRecord) -> bool:
@@ -137,13 +175,13 @@ class LogFilter:
             return False
         if self.streams is not None and rec.stream not in self.streams:
             return False
-        return self.grep is None or self.grep.search(rec.text) is not None
+        return self.grep is None or grep_finds(self.grep, rec)
 
 
 def make_filter(
     since: TimeBound | None = None,
     until: TimeBound | None = None,
-    grep: str | re.Pattern[str] | None = None,
+    grep: str | GrepPattern | None = None,
     streams: Collection[str] | None = None,
 ) -> LogFilter:
     return LogFilter(
@@ -172,13 +210,16 @@ class LogSink(Protocol):
 
 __all__ = [
     "STREAMS",
+    "GrepPattern",
     "LogFilter",
     "LogRecord",
     "LogSink",
+    "SearchTooSlow",
     "TimeBound",
     "bound_ns",
     "format_seconds",
     "format_timestamp",
+    "grep_finds",
     "make_filter",
     "parse_duration",
     "parse_time",

@@ -19,7 +19,7 @@ def missing_dependencies() -> list[str]:
     import importlib
 
     missing = []
-    for name in ("starlette", "uvicorn"):
+    for name in ("starlette", "uvicorn", "regex"):  # regex: the page's grep, stopped when too slow
         try:
             importlib.import_module(name)
         except ImportError:

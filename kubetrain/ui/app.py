@@ -12,8 +12,10 @@ Routes:
 - `POST .../{cancel|suspend|resume|delete}`: an action (CSRF token and same origin required).
 
 Blocking backend calls run in threads; followers of logs and metrics run on threads of their own and hand
-their records to the event loop (`call_soon_threadsafe`). Updates are sent when a source's change feed
-moves (`changes.py`); a quiet stream sends a comment every `KEEPALIVE` seconds so a closed tab is noticed.
+their records to the event loop (`call_soon_threadsafe`). The log's grep is searched with the `regex` module
+(`TimedGrep`): it lets go of the GIL while it searches and gives up on a line after `GREP_LINE_SECONDS`.
+Updates are sent when a source's change feed moves (`changes.py`); a quiet stream sends a comment every
+`KEEPALIVE` seconds so a closed tab is noticed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import json
 import re
 import threading
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
+import regex  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -38,6 +42,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..contract.errors import KubetrainError
+from ..contract.logs import SearchTooSlow
 from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
@@ -58,6 +63,9 @@ LOG_BATCH = 2000
 """Lines per `lines` event at most (the page appends each event as one text block)."""
 LOG_BUFFER = 200_000
 """Lines a log stream holds for a slow viewer before it drops the oldest (and says how many)."""
+GREP_LINE_SECONDS = 1.0
+"""How long the page's grep may search one line before it is given up as too slow (a usual expression takes
+microseconds, a few milliseconds on a line of a megabyte; one that backtracks may take years)."""
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -282,12 +290,49 @@ def log_filters(query: Mapping[str, str]) -> dict[str, Any]:
     if query.get("tail"):
         filters["tail"] = _count("tail", query["tail"], "how many of the last lines to show")
     if query.get("grep"):
-        try:
-            re.compile(query["grep"])
-        except re.error as exc:
-            raise ValueError(f"grep: not a regular expression ({exc}): {query['grep']!r}") from None
-        filters["grep"] = query["grep"]
+        filters["grep"] = TimedGrep(query["grep"])
     return filters
+
+
+class ViewerLeft(Exception):
+    """The stream's viewer went away: ends its log's follower at the next line searched, also while the
+    grep keeps every line out (the follower then yields nothing that would let the pipe stop it)."""
+
+
+class TimedGrep:
+    """The page's grep: a regular expression in Python's syntax (as `kubetrain logs --grep`), searched in each
+    line with a time limit. Python's `re` holds the GIL while it searches and cannot be stopped: one
+    expression that backtracks, such as `(X+)+Y` on a long line, would stop every other request, and Ctrl-C,
+    for as long as it runs, which can be years. The `regex` module lets go of the GIL while it searches a
+    str (`concurrent=True`) and gives up on a line after `limit` seconds (`SearchTooSlow`, said to the viewer)."""
+
+    def __init__(self, text: str, limit: float = GREP_LINE_SECONDS, stop: threading.Event | None = None) -> None:
+        # `re` judges the syntax, so that the page accepts what the CLI accepts and says it in the same words.
+        try:
+            re.compile(text)
+            self.pattern: Any = regex.compile(text)
+        except (re.error, regex.error) as exc:
+            raise ValueError(f"grep: not a regular expression ({exc}): {text!r}") from None
+        self.text = text
+        self.limit = limit
+        self.stop = stop
+
+    def until(self, stop: threading.Event) -> TimedGrep:
+        """The same grep for a follower that ends once `stop` is set (its viewer left)."""
+        bound = copy.copy(self)
+        bound.stop = stop
+        return bound
+
+    def search(self, text: str, /) -> object:
+        if self.stop is not None and self.stop.is_set():
+            raise ViewerLeft
+        try:
+            return self.pattern.search(text, timeout=self.limit, concurrent=True)
+        except TimeoutError:
+            raise SearchTooSlow("grep: this expression takes too long on the job's output", "make it simpler") from None
+
+    def __repr__(self) -> str:
+        return f"TimedGrep({self.text!r})"
 
 
 def _status(exc: KubetrainError, otherwise: int = 503) -> int:
@@ -463,8 +508,10 @@ class WebView:
         async def stream() -> AsyncIterator[str]:
             pipe: Pipe | None = None
             if filters is not None:
-                log_filter = filters
                 pipe = Pipe(loop)
+                log_filter = dict(filters)
+                if isinstance(grep := filters.get("grep"), TimedGrep):
+                    log_filter["grep"] = grep.until(pipe.stopped)
                 # The follower ends when the page goes (`stopped`), not at the job's next line.
                 pipe.run(partial(source.logs, job_id, pipe.stopped, **log_filter), name=f"ui-logs-{job_id}")
                 self.pipes.add(pipe)
@@ -481,7 +528,7 @@ class WebView:
                         try:
                             detail = await asyncio.to_thread(source.detail, job_id)
                         except KubetrainError as exc:
-                            yield _sse("gone", {"message": str(exc)})
+                            yield _sse("gone", {"message": str(exc), "deleted": isinstance(exc, LookupError)})
                             return
                         data = detail.to_json()
                         if data != last:

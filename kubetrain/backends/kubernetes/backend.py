@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...contract.errors import UsageError
 from ...contract.labels import JOB_LABEL
-from ...contract.logs import LogRecord, LogSink
+from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...contract.naming import label_value
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, stopped_by_cancel
 from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult
@@ -303,7 +303,7 @@ class KubernetesBackend:
         follow: bool = False,
         tail: int | None = None,
         since: Since | None = None,
-        grep: str | re.Pattern[str] | None = None,
+        grep: str | GrepPattern | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
@@ -426,7 +426,7 @@ if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signatu
 __all__ = ["JobNotFound", "KubernetesBackend"]
 
 
-def _without_metrics(records: Iterator[LogRecord], grep: str | re.Pattern[str] | None) -> Iterator[LogRecord]:
+def _without_metrics(records: Iterator[LogRecord], grep: str | GrepPattern | None) -> Iterator[LogRecord]:
     """Replicas' output without the lines `kubetrain.metrics.log` wrote in it (`kubetrain metrics` shows them),
     unless asked for by a `grep` (which then decides alone)."""
     if grep is not None:

@@ -9,13 +9,12 @@ have been Pending a while, then every ``diagnose_every`` seconds.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ...contract.logs import LogRecord, LogSink
+from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...status import JobPhase, JobStatus, ReplicaPhase
 from .client.errors import KubernetesError
 from .client.resources import Resource
@@ -229,7 +228,7 @@ def deleted_status(name: str, jw: JobWatch) -> JobStatus:
 
 
 def follow_logs(backend: KubernetesBackend, loc: Located, role: str | None, index: int | None, tail: int | None,
-                since: Since | None, grep: str | re.Pattern[str] | None,
+                since: Since | None, grep: str | GrepPattern | None,
                 stop: threading.Event | None = None) -> Iterator[LogRecord]:
     """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for."""
     jw = JobWatch(backend.kube, loc.namespace, loc.name, loc.resource, timeout_seconds=backend.watch_timeout).start()

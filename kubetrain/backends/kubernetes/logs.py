@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...contract.logs import LogRecord, format_seconds, parse_timestamp
+from ...contract.logs import GrepPattern, LogRecord, format_seconds, grep_finds, parse_timestamp
 from ...status import JobStatus
 from .client.errors import ApiError
 from .client.kube import Kube
@@ -115,15 +115,15 @@ def _close(resp: Any) -> None:
 @dataclass(frozen=True)
 class LogFilter:
     since_ns: int | None = None
-    grep: re.Pattern[str] | None = None
+    grep: GrepPattern | None = None
 
     def accepts(self, rec: LogRecord) -> bool:
         if self.since_ns is not None and rec.time_ns < self.since_ns:
             return False
-        return self.grep is None or self.grep.search(rec.text) is not None
+        return self.grep is None or grep_finds(self.grep, rec)
 
 
-def make_filter(since: Since | None = None, grep: str | re.Pattern[str] | None = None) -> LogFilter:
+def make_filter(since: Since | None = None, grep: str | GrepPattern | None = None) -> LogFilter:
     return LogFilter(since_ns(since), re.compile(grep) if isinstance(grep, str) else grep)
 
 
@@ -148,7 +148,7 @@ def read_logs(
     *,
     tail: int | None = None,
     since: Since | None = None,
-    grep: str | re.Pattern[str] | None = None,
+    grep: str | GrepPattern | None = None,
     previous: bool = False,
     missing: Callable[[LogTarget, ApiError], None] | None = None,
 ) -> Iterator[LogRecord]:
@@ -251,7 +251,7 @@ class LogFollower:
         index: int | None = None,
         tail: int | None = None,
         since: Since | None = None,
-        grep: str | re.Pattern[str] | None = None,
+        grep: str | GrepPattern | None = None,
         grace: float = 5.0,
         stop: threading.Event | None = None,
     ) -> None:

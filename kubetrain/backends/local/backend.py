@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
 from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
-from ...contract.logs import LogRecord, LogSink, TimeBound
+from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
 from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult, StillStopping
 from .launch import LaunchRecord, MachineFit, machine_fit, role_working_dirs
@@ -578,7 +578,7 @@ class LocalBackend:
         follow: bool = False,
         tail: int | None = None,
         since: TimeBound | None = None,
-        grep: str | re.Pattern[str] | None = None,
+        grep: str | GrepPattern | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,

@@ -38,6 +38,7 @@ from typing import BinaryIO
 
 from ...contract import env_names
 from ...contract.logs import (
+    GrepPattern,
     LogFilter,
     LogRecord,
     TimeBound,
@@ -601,7 +602,7 @@ def iter_log(
     since: TimeBound | None = None,
     until: TimeBound | None = None,
     tail: int | None = None,
-    grep: str | re.Pattern[str] | None = None,
+    grep: str | GrepPattern | None = None,
     streams: Collection[str] | None = None,
     key: str = "",
     offset: int = 0,
@@ -611,7 +612,8 @@ def iter_log(
 
     ``since``/``until``: a datetime, epoch seconds, or a timedelta meaning "that
     long ago"; ``until`` is exclusive. ``grep`` is searched in each line
-    (``re.search``). ``streams`` keeps only those streams. ``tail`` keeps the
+    (a str with ``re.search``, else with the pattern's own ``search``).
+    ``streams`` keeps only those streams. ``tail`` keeps the
     last N records that pass the other filters. ``offset``: only the records of
     ``path`` itself from there on, typically the file's size remembered earlier,
     to read what was appended since (no clock involved); a file now shorter than
@@ -716,7 +718,7 @@ def merge_logs(
     since: TimeBound | None = None,
     until: TimeBound | None = None,
     tail: int | None = None,
-    grep: str | re.Pattern[str] | None = None,
+    grep: str | GrepPattern | None = None,
     streams: Collection[str] | None = None,
 ) -> Iterator[LogRecord]:
     """The records of several replicas' files (key -> path) merged in time order, each with its key.
@@ -867,7 +869,7 @@ def follow_log(
     *,
     since: TimeBound | None = None,
     tail: int | None = None,
-    grep: str | re.Pattern[str] | None = None,
+    grep: str | GrepPattern | None = None,
     streams: Collection[str] | None = None,
     poll_interval: float = 0.2,
 ) -> Iterator[LogRecord]:
