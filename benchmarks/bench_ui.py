@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser_timing  # noqa: E402
-from tests.ui.helpers import TOKEN  # noqa: E402 (the helpers present it on every request)
+from tests.ui.helpers import TOKEN, free_port  # noqa: E402 (the helpers present TOKEN on every request)
 
 LATENCY_REPLICAS = 20
 PAGE_LOADS = 3
@@ -74,14 +73,6 @@ def first_then(values: list[float]) -> str:
     """The first of a page's loads, then the median of the rest (later loads reuse the server's rows and
     the browser's cached script and style)."""
     return f"{values[0]:.0f} ms, then {statistics.median(values[1:]):.0f} ms"
-
-
-def free_port() -> int:
-    """A port nothing listens on now: a fixed one may be another `kubetrain ui`'s, whose answers the
-    readiness check below would take for this server's."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(port: int) -> subprocess.Popen[str]:

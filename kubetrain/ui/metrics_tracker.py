@@ -7,11 +7,14 @@ import math
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .changes import ChangeFeed
 from .sources import Source
 from .svg import series_label
+
+if TYPE_CHECKING:
+    from ..metrics import MetricSample
 
 KEEP = 20_000
 """The most samples kept per (metric, series), an even number: see `Thinned`."""
@@ -56,11 +59,8 @@ class Thinned:
             yield self.latest
 
 
-def _finite(sample: Any) -> bool:
-    try:
-        return math.isfinite(float(sample.value))
-    except (TypeError, ValueError):
-        return True
+def _finite(sample: MetricSample) -> bool:
+    return math.isfinite(sample.value)
 
 
 class Samples:

@@ -71,20 +71,17 @@ def address(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
-class _Server:
+def _server(config: uvicorn.Config, view: WebView) -> uvicorn.Server:
     """uvicorn's server, made to end the view's event streams as soon as it is asked to stop, so that Ctrl-C
     stops at once and quietly (no stream is left to be cancelled mid-write by the shutdown timeout)."""
+    import uvicorn
 
-    @staticmethod
-    def make(config: uvicorn.Config, view: WebView) -> uvicorn.Server:
-        import uvicorn
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            view.close_streams()
+            super().handle_exit(sig, frame)
 
-        class Server(uvicorn.Server):
-            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-                view.close_streams()
-                super().handle_exit(sig, frame)
-
-        return Server(config)
+    return Server(config)
 
 
 def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | None = None) -> int:
@@ -93,7 +90,7 @@ def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | Non
     sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
     view = WebView([Source(b) for b in backends], guard)
-    server = _Server.make(_config(view, host, port), view)
+    server = _server(_config(view, host, port), view)
     print(
         f"kubetrain ui: serving {', '.join(b.name for b in backends)} jobs at {address(host, port, guard.token)}",
         flush=True,

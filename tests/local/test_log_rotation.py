@@ -21,8 +21,7 @@ from kubetrain.backends.local.logfiles import (
     rotation_from_env,
 )
 from kubetrain.contract import env_names
-from kubetrain.jobspec import from_dict
-from tests.support.helpers import cli, job_file, no_traceback, write
+from tests.support.helpers import cli, exec_job, job_file, no_traceback, write
 
 LINES = 3000
 MAX_SIZE = 16 * 1024
@@ -125,15 +124,10 @@ def test_a_slow_follower_reads_every_line_of_a_fast_writer_through_many_rotation
     script = tmp_path / "write.py"
     script.write_text(WRITE)
     count = 30_000
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "fast"},
-        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script), str(count)]}},
-    }
+    job = exec_job([sys.executable, str(script), str(count)], "fast")
     backend = LocalBackend()
     try:
-        job_id = backend.run(from_dict(doc), detach=True).job_id
+        job_id = backend.run(job, detach=True).job_id
         got = []
         for n, rec in enumerate(backend.logs(job_id, follow=True)):
             if rec.text.startswith("line "):

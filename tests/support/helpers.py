@@ -122,6 +122,11 @@ def make_job(spec: dict[str, Any], name: str = "job") -> TrainJob:
     return from_dict(document(spec, name))
 
 
+def exec_job(argv: list[str], name: str = "job", replicas: int = 1) -> TrainJob:
+    """A generic job running `argv` as it is (`run.exec`) in every replica."""
+    return make_job({"framework": "generic", "replicas": replicas, "run": {"exec": argv}}, name)
+
+
 def cli(
     *args: str | Path,
     cwd: Path | None = None,

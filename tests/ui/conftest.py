@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -36,3 +37,12 @@ def local() -> Iterator[LocalBackend]:
 def server(local: LocalBackend) -> Iterator[Background]:
     with Background([local], token=TOKEN) as bg:
         yield bg
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium, headless, driven by selenium: one per test module."""
+    from tests.support.browser import headless_chromium
+
+    with headless_chromium() as driver:
+        yield driver

@@ -3,15 +3,18 @@ and local jobs whose replicas wait on FIFOs (so a test moves them on by an event
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
+import socket
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.jobspec import from_dict
@@ -172,3 +175,47 @@ class Events:
 
 def lines_of(events: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
     return [(key, text) for event, data in events if event == "lines" for key, _s, text, _t in data]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_ui(port: int, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`kubetrain ui --port PORT ARGS` as a process of its own over the job store in `home` (a fresh token
+    unless `env` gives KUBETRAIN_UI_TOKEN), its output piped."""
+    full = {**os.environ, "KUBETRAIN_HOME": str(home)}
+    full.pop("KUBETRAIN_UI_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**full, **(env or {})},
+    )
+
+
+@contextlib.contextmanager
+def ending(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """`proc`, killed at the end of the block if it still runs."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+@contextlib.contextmanager
+def ui_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """`kubetrain ui` on 127.0.0.1 over `home`'s jobs: the process, its port, and the token of the address it
+    printed (once the port is bound)."""
+    port = free_port()
+    with ending(start_ui(port, home)) as proc:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first
+        [token] = parse_qs(urlsplit(first.split(" at ", 1)[1].strip()).query)["token"]
+        yield proc, port, token

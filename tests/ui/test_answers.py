@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
-from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
+from tests.support.helpers import exec_job, no_process_left_behind  # noqa: F401 (an autouse fixture)
 from tests.ui.helpers import TOKEN, Events, gated_job, release, request
 from tests.ui.test_server import CSRF
 
@@ -25,13 +24,8 @@ SHOWN = "bell\\x07 red \\u202eevil\\u2066x"
 def one_replica(local: LocalBackend, tmp_path: Path, code: str, name: str, exit_code: int = 0) -> str:
     script = tmp_path / f"{name}.py"
     script.write_text(f"import sys\n{code}\nsys.exit({exit_code})\n")
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name},
-        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script)]}},
-    }
-    return local.run(from_dict(doc)).job_id
+    job = exec_job([sys.executable, str(script)], name)
+    return local.run(job).job_id
 
 
 def test_an_address_naming_no_backend_or_no_job_is_a_404(server: Background, local: LocalBackend) -> None:

@@ -8,11 +8,9 @@ Every wait is for something the page shows (selenium's WebDriverWait on a condit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -21,31 +19,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
-from tests.support.browser import headless_chromium
 from tests.support.cluster import Cluster, emulated  # noqa: F401
 from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
+from tests.ui.browsing import WAIT, text, until
 from tests.ui.helpers import TOKEN, XSS, gated_job, release, request
-
-WAIT = 20.0
-"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with headless_chromium() as driver:
-        yield driver
-
-
-def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
-    return WebDriverWait(driver, WAIT).until(test, message=what)
-
-
-# Read in one script run: the page replaces these nodes on every update, so a node found in one call may be
-# gone by the next.
-def text(driver: Any, css: str) -> str:
-    return str(
-        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
-    )
 
 
 def grid(driver: Any) -> list[tuple[str, str]]:

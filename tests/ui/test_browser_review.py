@@ -13,44 +13,22 @@ import itertools
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
-from tests.support.browser import headless_chromium
-from tests.support.helpers import no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.support.helpers import exec_job, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.ui.browsing import WAIT, text, until
 from tests.ui.helpers import TOKEN, Events, gated_job, release
 
-WAIT = 30.0
-"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
-
 RESTARTED = "the server restarted: reload the page (with the new address if its token changed)"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with headless_chromium() as driver:
-        yield driver
-
-
-def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
-    return WebDriverWait(driver, WAIT).until(test, message=what)
-
-
-def text(driver: Any, css: str) -> str:
-    return str(
-        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
-    )
 
 
 def buttons(driver: Any) -> dict[str, bool]:
@@ -102,17 +80,8 @@ def fast_job(local: LocalBackend, tmp: Path) -> tuple[str, list[Path]]:
     gates = [tmp / "gate0", tmp / "gate1"]
     for gate in gates:
         os.mkfifo(gate)
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "fast"},
-        "spec": {
-            "framework": "generic",
-            "replicas": 1,
-            "run": {"exec": [sys.executable, str(script), *map(str, gates)]},
-        },
-    }
-    return local.run(from_dict(doc), detach=True).job_id, gates
+    job = exec_job([sys.executable, str(script), *map(str, gates)], "fast")
+    return local.run(job, detach=True).job_id, gates
 
 
 def open_gate(gate: Path) -> None:

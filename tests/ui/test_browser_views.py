@@ -9,58 +9,31 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
-from tests.support.browser import headless_chromium
-from tests.support.helpers import no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.support.helpers import exec_job, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.ui.browsing import text, until
 from tests.ui.helpers import TOKEN, request
 
-WAIT = 20.0
-"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
-
 LINES = 100_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with headless_chromium() as driver:
-        yield driver
-
-
-def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
-    return WebDriverWait(driver, WAIT).until(test, message=what)
-
-
-def text(driver: Any, css: str) -> str:
-    return str(
-        driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''", css)
-    )
 
 
 def finished_job(local: LocalBackend, tmp: Path, name: str, script: str) -> str:
     """A one-replica job run to its end."""
     path = tmp / f"{name}.py"
     path.write_text(script)
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name},
-        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(path)]}},
-    }
-    result = local.run(from_dict(doc))
+    job = exec_job([sys.executable, str(path)], name)
+    result = local.run(job)
     assert result.status is not None and result.status.phase is JobPhase.SUCCEEDED
     return result.job_id
 
@@ -156,13 +129,8 @@ def test_keep_at_the_end_holds_when_the_page_is_scrolled_to_a_live_log(
     script, gate = tmp_path / "live.py", tmp_path / "gate"
     script.write_text(LIVE.format(lines=LINES))
     os.mkfifo(gate)
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "live"},
-        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script), str(gate)]}},
-    }
-    job_id = local.run(from_dict(doc), detach=True).job_id
+    job = exec_job([sys.executable, str(script), str(gate)], "live")
+    job_id = local.run(job, detach=True).job_id
     size = browser.get_window_size()
     try:
         browser.set_window_size(1280, 600)

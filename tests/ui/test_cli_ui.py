@@ -4,54 +4,22 @@ while pages hold their event streams open."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.ui.helpers import Events, request
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(port: int, home: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "KUBETRAIN_HOME": str(home)}
-    env.pop("KUBETRAIN_UI_TOKEN", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+from tests.ui.helpers import Events, ending, free_port, request, start_ui, ui_process
 
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
     """A `kubetrain ui` process, its port, and the token of the address it printed."""
-    port = free_port()
-    proc = start(port, tmp_path)
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()  # printed once the port is bound
-        assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first
-        url = first.split(" at ", 1)[1].strip()
-        [token] = parse_qs(urlsplit(url).query)["token"]
-        yield proc, port, token
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
+    with ui_process(tmp_path) as started:
+        yield started
 
 
 def test_loopback_requires_the_printed_token(running: tuple[subprocess.Popen[str], int, str]) -> None:
@@ -69,22 +37,11 @@ def test_loopback_requires_the_printed_token(running: tuple[subprocess.Popen[str
 
 def test_a_fixed_token_is_taken_from_the_environment(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "KUBETRAIN_HOME": str(tmp_path), "KUBETRAIN_UI_TOKEN": "kept-across-restarts"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
+    with ending(start_ui(port, tmp_path, env={"KUBETRAIN_UI_TOKEN": "kept-across-restarts"})) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip().endswith("/?token=kept-across-restarts")
         headers = {"Authorization": "Bearer kept-across-restarts"}
         assert request(f"http://127.0.0.1:{port}/api/jobs", headers=headers).status == 200
-    finally:
-        proc.kill()
-        proc.wait(30)
 
 
 def test_a_taken_port_is_an_error_and_no_address_is_announced(tmp_path: Path) -> None:
@@ -92,7 +49,7 @@ def test_a_taken_port_is_an_error_and_no_address_is_announced(tmp_path: Path) ->
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = start(port, tmp_path)
+        proc = start_ui(port, tmp_path)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert out == ""  # no "serving ... at" for a server that never served
@@ -116,13 +73,8 @@ def test_ctrl_c_ends_quietly_with_status_130(running: tuple[subprocess.Popen[str
 
 
 def test_another_address_is_served_with_a_warning_that_http_is_unencrypted(tmp_path: Path) -> None:
-    port = free_port()
-    proc = start(port, tmp_path, "--host", "0.0.0.0")
-    try:
+    with ending(start_ui(free_port(), tmp_path, "--host", "0.0.0.0")) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         assert "/?token=" in proc.stdout.readline()
         warning = proc.stderr.readline()
         assert warning.startswith("warning: serving on 0.0.0.0: the token and the pages travel unencrypted"), warning
-    finally:
-        proc.kill()
-        proc.wait(30)

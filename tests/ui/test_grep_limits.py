@@ -10,16 +10,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import pytest
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.jobspec import from_dict
 from kubetrain.ui.server import Background
-from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
-from tests.ui.helpers import Events, request
-from tests.ui.test_cli_ui import free_port, start
+from tests.support.helpers import exec_job, no_process_left_behind  # noqa: F401 (an autouse fixture)
+from tests.ui.helpers import Events, request, ui_process
 
 # On a line of X's, `(X+)+Y` tries every way to split the X's before it gives up: 2**n ways for n X's.
 BACKTRACKS = urlencode({"grep": "(X+)+Y"})
@@ -34,17 +32,8 @@ def long_line_job(backend: LocalBackend) -> str:
     """A one-replica job that prints a line the grep finds at once, then one of 3 MiB of X's; returned once it
     has ended. A page's stream then reads its log from the file, line by line: the first line reaches the
     viewer as the grep moves on to the long one, so it is the sign that the grep is searching."""
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "long-line"},
-        "spec": {
-            "framework": "generic",
-            "replicas": 1,
-            "run": {"exec": [sys.executable, "-c", "print('XY'); print('X' * (3 << 20))"]},
-        },
-    }
-    job_id = backend.run(from_dict(doc), detach=True).job_id
+    job = exec_job([sys.executable, "-c", "print('XY'); print('X' * (3 << 20))"], "long-line")
+    job_id = backend.run(job, detach=True).job_id
     for _record in backend.logs(job_id, follow=True):  # until the job has ended
         pass
     return job_id
@@ -73,26 +62,17 @@ def test_other_requests_are_answered_while_a_grep_searches(server: Background, l
 
 
 @pytest.fixture
-def ui_process(kubetrain_home: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+def ui_server(kubetrain_home: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
     """`kubetrain ui` over this test's jobs: the process, its port, and its token."""
-    port = free_port()
-    proc = start(port, kubetrain_home)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split(" at ", 1)[1].strip()
-        [token] = parse_qs(urlsplit(url).query)["token"]
-        yield proc, port, token
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
+    with ui_process(kubetrain_home) as started:
+        yield started
 
 
 def test_ctrl_c_stops_the_server_while_a_grep_searches(
-    local: LocalBackend, ui_process: tuple[subprocess.Popen[str], int, str]
+    local: LocalBackend, ui_server: tuple[subprocess.Popen[str], int, str]
 ) -> None:
     job_id = long_line_job(local)
-    proc, port, token = ui_process
+    proc, port, token = ui_server
     headers = {"Authorization": f"Bearer {token}"}
     with Events(f"http://127.0.0.1:{port}/jobs/local/{job_id}/events?{BACKTRACKS}", headers=headers) as events:
         events.until("lines")  # the grep has found the first line and searches the long one

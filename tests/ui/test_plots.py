@@ -15,12 +15,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.jobspec import from_dict
 from kubetrain.metrics import MetricSample
 from kubetrain.status import JobPhase
 from kubetrain.ui import svg
 from kubetrain.ui.server import Background
-from tests.support.helpers import no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.support.helpers import exec_job, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
 from tests.ui.helpers import Events, request
 
 NAMES = ["eval/loss", "a b#%?", "a?b", "line\nbreak", "100%", "x&y=1"]
@@ -46,13 +45,8 @@ def metrics_job(local: LocalBackend, tmp: Path) -> tuple[str, Path]:
     script, gate = tmp / "metrics.py", tmp / "gate"
     script.write_text(SCRIPT.format(names=NAMES))
     os.mkfifo(gate)
-    doc = {
-        "apiVersion": "kubetrain.dev/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "names"},
-        "spec": {"framework": "generic", "replicas": 1, "run": {"exec": [sys.executable, str(script), str(gate)]}},
-    }
-    return local.run(from_dict(doc), detach=True).job_id, gate
+    job = exec_job([sys.executable, str(script), str(gate)], "names")
+    return local.run(job, detach=True).job_id, gate
 
 
 def open_gate(gate: Path) -> None:

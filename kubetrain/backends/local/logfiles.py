@@ -684,20 +684,21 @@ def open_log_files(path: Path, *, current: bool = True) -> list[BinaryIO]:
     consistent set: listed, opened, then listed again; if a rotation renamed any meanwhile (a name now holds
     another file), the set is taken again. Open files keep their content whatever is renamed later, so a
     reader neither skips a file nor reads one twice while the writer rotates."""
-    opened: list[BinaryIO] = []
+    def listed() -> list[Path]:
+        return log_files(path) if current else log_files(path)[:-1]
+
     for _attempt in range(50):
-        names = log_files(path) if current else log_files(path)[:-1]
+        names = listed()
         opened = _open_all(names)
         mine = [os.fstat(f.fileno()).st_ino for f in opened]
         # The same names, each still naming the file opened: no rename came between (a whole rotation
         # between the listing and the opening would otherwise pass, one file short).
-        again = log_files(path) if current else log_files(path)[:-1]
-        if again == names and _inodes(names) == mine:
+        if listed() == names and _inodes(names) == mine:
             return opened
         for f in opened:
             f.close()
         time.sleep(0.001)  # a rotation is renaming: it takes a few system calls
-    return _open_all(log_files(path) if current else log_files(path)[:-1])  # best effort: still renaming
+    return _open_all(listed())  # best effort: still renaming
 
 
 def _iter_file(path: Path, flt: LogFilter, tail: int | None, key: str, offset: int) -> Iterator[LogRecord]:
