@@ -32,13 +32,16 @@ from jsonschema.protocols import Validator
 from kube_emulator.resources import DEFAULT_CRD_DIR
 from referencing import Registry, Resource
 
-__all__ = ["CRD_DIR", "KUBERNETES_MINOR", "assert_valid", "known_kinds", "validate_manifest"]
+__all__ = ["CRD_DIR", "KUBERNETES_MINOR", "TEST_CRD_DIR", "assert_valid", "known_kinds", "validate_manifest"]
 
 # The newest minor shipped by kubernetes-validate 1.37.0. Pinned rather than "latest" so that a
 # kubernetes-validate upgrade cannot change what the tests accept without a visible diff here.
 KUBERNETES_MINOR = "1.37"
 
 CRD_DIR = DEFAULT_CRD_DIR
+TEST_CRD_DIR = Path(__file__).resolve().parent.parent / "data" / "crds"
+"""CRDs of kinds kubetrain only reads or submits as written (XGBoostJob, PaddleJob, MPIJob v2beta1, DeepSpeedJob,
+TrainingWorkload): checked the same way."""
 
 # `$id` of kubernetes-validate's shared definitions file; the per-kind schemas refer to it as
 # "/api/_definitions.json#/$defs/...", which resolves against their own https://kubernetes.io/api/... ids.
@@ -198,7 +201,7 @@ def _crd_index() -> dict[tuple[str, str, str], dict[str, Any]]:
     index: dict[tuple[str, str, str], dict[str, Any]] = {}
     origin: dict[tuple[str, str, str], str] = {}
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader parses ~5 MB in 0.25 s
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in [*sorted(CRD_DIR.glob("*.yaml")), *sorted(TEST_CRD_DIR.glob("*.yaml"))]:
         with path.open(encoding="utf-8") as f:
             documents = [d for d in yaml.load_all(f, Loader=loader) if d]
         for crd in documents:

@@ -9,7 +9,14 @@ RestartJob, ``podgroup_unschedulable`` Volcano's scheduler failing to place a ga
 found by its job label (kubetrain's labels unless others are given).
 
 Engines are named as the launcher names them: ``job`` (batch/v1 Jobs, one per role), ``jobset``,
-``volcano``, ``kubeflow`` (any kubeflow.org/v1 kind).
+``volcano``, ``kubeflow`` (any training-operator kubeflow.org/v1 kind), and for documents submitted as their
+authors wrote them: ``mpi-operator`` (a kubeflow.org/v2beta1 MPIJob: a launcher Job and worker pods),
+``deepspeedjob`` (T9k's batch.tensorstack.dev DeepSpeedJob) and ``trainingworkload`` (Run:ai's). A replica's
+role is the launcher's role label on its template when there is one, else the engine's own name for it (the
+replica type in lower case, the replicatedJob or task name).
+
+``acknowledge`` writes what each controller writes on an object as soon as it handles it (the first
+reconcile), without creating pods: what tells a client that a controller is alive and acting.
 """
 
 from __future__ import annotations
@@ -22,8 +29,12 @@ if TYPE_CHECKING:
     from .emulator import KubeEmulator
 
 VOLCANO = "jobs.batch.volcano.sh"
-KUBEFLOW_PLURALS = {"PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs", "JAXJob": "jaxjobs"}
-ENGINES = ("job", "jobset", "volcano", "kubeflow")
+KUBEFLOW_PLURALS = {"PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs", "JAXJob": "jaxjobs",
+                    "XGBoostJob": "xgboostjobs", "PaddleJob": "paddlejobs"}
+DEEPSPEEDJOBS = "deepspeedjobs.batch.tensorstack.dev"
+TRAININGWORKLOADS = "trainingworkloads.run.ai"
+ENGINES = ("job", "jobset", "volcano", "kubeflow", "mpi-operator", "deepspeedjob", "trainingworkload")
+KF = "training.kubeflow.org/"
 
 JOB_LABEL = "kubetrain.dev/job"
 ROLE_LABEL = "kubetrain.dev/role"
@@ -82,11 +93,32 @@ class Controllers:
             return self.emu.get("jobsets", name, self.ns)
         if engine == "volcano":
             return self.emu.get(VOLCANO, name, self.ns)
+        if engine == "deepspeedjob":
+            return self.emu.get(DEEPSPEEDJOBS, name, self.ns)
+        if engine == "trainingworkload":
+            return self.emu.get(TRAININGWORKLOADS, name, self.ns)
         for plural in KUBEFLOW_PLURALS.values():
             found = self.emu.find(plural, name, self.ns)
             if found is not None:
                 return found
         raise LookupError(name)
+
+    def _role(self, template: dict[str, Any], default: str) -> str:
+        return str(((template.get("metadata") or {}).get("labels") or {}).get(self.role_label) or default)
+
+    def pods_of(self, engine: str, name: str) -> list[dict[str, Any]]:
+        """The job's pods: by the launcher's job label, or (a document as written) by the labels the engine's
+        controller puts on them, or owned by the root."""
+        pods = self.emu.objects("pods", self.ns, label_selector=self._selector(name))
+        if pods:
+            return pods
+        engine_label = {"jobset": "jobset.sigs.k8s.io/jobset-name", "volcano": "volcano.sh/job-name",
+                        "kubeflow": KF + "job-name", "mpi-operator": KF + "job-name"}.get(engine)
+        if engine_label is not None:
+            return self.emu.objects("pods", self.ns, label_selector=f"{engine_label}={name}")
+        uid = self.root(engine, name)["metadata"]["uid"]
+        return [p for p in self.emu.objects("pods", self.ns)
+                if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
 
     def create_pods(self, engine: str, name: str, only: set[str] | None = None) -> dict[str, str]:
         """Replica (``worker-1``) → pod name, as the engine's controller names them (``only``: these replicas)."""
@@ -123,7 +155,7 @@ class Controllers:
                                                               "name": name, "uid": js["metadata"]["uid"],
                                                               "controller": True}]},
                             "spec": template["spec"]})
-                    role = template["spec"]["template"]["metadata"]["labels"][self.role_label]
+                    role = self._role(template["spec"]["template"], rj["name"])
                     n = template["spec"].get("completions", 1)
                     indexes = [i for i in range(n) if only is None or f"{role}-{i}" in only]
                     for pod in self.emu.create_job_pods(self.ns, child, indexes=indexes):
@@ -142,7 +174,7 @@ class Controllers:
                              "queue": vj["spec"].get("queue", "default")},
                     "status": {"phase": "Pending"}})
             for task in vj["spec"]["tasks"]:
-                role = task["template"]["metadata"]["labels"][self.role_label]
+                role = self._role(task["template"], task["name"])
                 for i in range(task.get("replicas", 1)):
                     if only is not None and f"{role}-{i}" not in only:
                         continue
@@ -151,22 +183,105 @@ class Controllers:
                                      "volcano.sh/task-index": str(i)})
                     pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = group
                     out[f"{role}-{i}"] = self.emu.create(pod)["metadata"]["name"]
+        elif engine == "mpi-operator":
+            out.update(self._mpi_operator_pods(name, only))
+        elif engine in ("deepspeedjob", "trainingworkload"):
+            root = self.root(engine, name)
+            if engine == "deepspeedjob":
+                worker = root["spec"]["worker"]
+                template, count, policy = worker["template"], int(worker.get("replicas", 1)), "Never"
+            else:  # a TrainingWorkload's pods: one per parallel run, from the workload's own fields
+                spec = root["spec"]
+                count = int((spec.get("parallelism") or {}).get("value", 1))
+                container = {"name": name, "image": (spec.get("image") or {}).get("value", "busybox")}
+                template, policy = {"spec": {"containers": [container]}}, "Never"
+            for i in range(count):
+                if only is not None and f"worker-{i}" not in only:
+                    continue
+                pod = child_pod(root, f"{name}-worker-{i}", template, {}, policy)
+                out[f"worker-{i}"] = self.emu.create(pod)["metadata"]["name"]
         else:
             kf = self.root("kubeflow", name)
             specs = next(v for k, v in kf["spec"].items() if k.endswith("ReplicaSpecs"))
             for rtype, rspec in specs.items():
-                role = rspec["template"]["metadata"]["labels"][self.role_label]
+                role = self._role(rspec["template"], rtype.lower())
                 policy = rspec.get("restartPolicy", "Never")
                 for i in range(rspec.get("replicas", 1)):
                     if only is not None and f"{role}-{i}" not in only:
                         continue
                     pod = child_pod(kf, f"{name}-{rtype.lower()}-{i}", rspec["template"],
-                                    {"training.kubeflow.org/job-name": name,
-                                     "training.kubeflow.org/replica-type": rtype.lower(),
-                                     "training.kubeflow.org/replica-index": str(i)},
+                                    {KF + "operator-name": "training-operator",
+                                     KF + "job-name": name,
+                                     KF + "replica-type": rtype.lower(),
+                                     KF + "replica-index": str(i)},
                                     "Never" if policy == "ExitCode" else policy)
                     out[f"{role}-{i}"] = self.emu.create(pod)["metadata"]["name"]
         return out
+
+    def _mpi_operator_pods(self, name: str, only: set[str] | None) -> dict[str, str]:
+        """mpi-operator v2: worker pods ``<name>-worker-<i>`` and a launcher Job ``<name>-launcher`` (its pod
+        made by the Job controller), labelled ``training.kubeflow.org/job-role``."""
+        mj = self.emu.get("mpijobs", name, self.ns)
+        specs = mj["spec"]["mpiReplicaSpecs"]
+        out: dict[str, str] = {}
+
+        def labels(role: str) -> dict[str, str]:
+            return {KF + "operator-name": "mpi-operator", KF + "job-name": name, KF + "job-role": role}
+
+        worker = specs.get("Worker") or {}
+        for i in range(int(worker.get("replicas", 0))):
+            if only is not None and f"worker-{i}" not in only:
+                continue
+            pod = child_pod(mj, f"{name}-worker-{i}", worker["template"], {**labels("worker"),
+                                                                            KF + "replica-index": str(i)})
+            out[f"worker-{i}"] = self.emu.create(pod)["metadata"]["name"]
+        launcher = specs.get("Launcher")
+        if launcher is not None and (only is None or "launcher-0" in only):
+            job = f"{name}-launcher"
+            if self.emu.find("jobs", job, self.ns) is None:
+                template = copy.deepcopy(launcher["template"])
+                template.setdefault("metadata", {}).setdefault("labels", {}).update(labels("launcher"))
+                template["spec"]["restartPolicy"] = "Never" if launcher.get("restartPolicy") != "OnFailure" \
+                    else "OnFailure"
+                self.emu.create({"apiVersion": "batch/v1", "kind": "Job",
+                                 "metadata": {"name": job, "namespace": self.ns, "labels": labels("launcher"),
+                                              "ownerReferences": [{"apiVersion": mj["apiVersion"], "kind": "MPIJob",
+                                                                   "name": name, "uid": mj["metadata"]["uid"],
+                                                                   "controller": True}]},
+                                 "spec": {"backoffLimit": 6, "template": template}})
+            [pod] = self.emu.create_job_pods(self.ns, job, count=1)
+            out["launcher-0"] = pod["metadata"]["name"]
+        return out
+
+    def acknowledge(self, engine: str, name: str) -> None:
+        """What the engine's controller writes on the object when it first handles it (no pods yet)."""
+        t = now()
+        root = self.root(engine, name)
+        rname = root["metadata"]["name"]
+        if engine == "job":
+            self.emu.patch_status("jobs", rname, {"startTime": t, "active": 0, "ready": 0, "terminating": 0,
+                                                  "uncountedTerminatedPods": {}}, self.ns)
+        elif engine == "jobset":
+            self.emu.patch_status("jobsets", rname, {"restarts": 0, "replicatedJobsStatus": [
+                {"name": rj["name"], "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+                for rj in root["spec"]["replicatedJobs"]]}, self.ns)
+        elif engine == "volcano":
+            self.emu.patch_status(VOLCANO, rname, {"state": {"phase": "Pending", "lastTransitionTime": t},
+                                                   "minAvailable": root["spec"].get("minAvailable", 1),
+                                                   "conditions": [{"status": "Pending", "lastTransitionTime": t}]},
+                                  self.ns)
+        elif engine == "deepspeedjob":
+            self.emu.patch_status(DEEPSPEEDJOBS, rname, {"phase": "Pending", "conditions": [
+                {"type": "Initialized", "status": "True", "reason": "Initialized", "lastTransitionTime": t}]}, self.ns)
+        elif engine == "trainingworkload":
+            self.emu.patch_status(TRAININGWORKLOADS, rname, {"phase": "Pending", "conditions": [
+                {"type": "Pending", "status": "True", "lastTransitionTime": t}]}, self.ns)
+        else:  # the training operator and the mpi-operator: the Created condition
+            plural = KUBEFLOW_PLURALS[root["kind"]]
+            self.emu.patch_status(plural, rname, {"conditions": [
+                {"type": "Created", "status": "True", "reason": f"{root['kind']}Created",
+                 "message": f"{root['kind']} {rname} is created.", "lastUpdateTime": t, "lastTransitionTime": t}]},
+                self.ns)
 
     def conclude(self, engine: str, name: str, outcome: str, *, reason: str | None = None,
                  message: str | None = None, restarts: int = 0) -> None:
@@ -176,7 +291,7 @@ class Controllers:
         root = self.root(engine, name)
         rname = root["metadata"]["name"]
         if not ok:  # every engine stops the replicas still running when a job fails
-            for pod in self.emu.objects("pods", self.ns, label_selector=self._selector(name)):
+            for pod in self.pods_of(engine, name):
                 if pod["status"].get("phase") in ("Pending", "Running"):
                     self.emu.delete("pods", pod["metadata"]["name"], self.ns)
         if engine == "job":
@@ -203,6 +318,15 @@ class Controllers:
             self.emu.patch_status(VOLCANO, rname, {"state": state, "retryCount": restarts,
                                                    "conditions": [{"status": state["phase"],
                                                                    "lastTransitionTime": t}]}, self.ns)
+        elif engine == "deepspeedjob":
+            self.emu.patch_status(DEEPSPEEDJOBS, rname, {"phase": outcome, "backoffCount": restarts, "conditions": [
+                {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+                {"type": "Complete" if ok else "Failed", "status": "True", "reason": reason or outcome,
+                 "message": message or f"job {rname} {outcome.lower()}", "lastTransitionTime": t}]}, self.ns)
+        elif engine == "trainingworkload":
+            self.emu.patch_status(TRAININGWORKLOADS, rname, {"phase": "Completed" if ok else "Failed", "conditions": [
+                {"type": "Completed" if ok else "Failed", "status": "True", "reason": reason or outcome,
+                 "message": message or f"workload {rname} {outcome.lower()}", "lastTransitionTime": t}]}, self.ns)
         else:
             plural = KUBEFLOW_PLURALS[root["kind"]]
             conds = [{"type": "Created", "status": "True", "reason": "Created", "lastTransitionTime": t},
@@ -236,4 +360,5 @@ class Controllers:
         return self.create_pods(engine, name)
 
 
-__all__ = ["ENGINES", "KUBEFLOW_PLURALS", "VOLCANO", "Controllers", "child_pod", "now"]
+__all__ = ["DEEPSPEEDJOBS", "ENGINES", "KUBEFLOW_PLURALS", "TRAININGWORKLOADS", "VOLCANO", "Controllers", "child_pod",
+           "now"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import re
 import secrets
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -177,6 +178,12 @@ class KubeEmulator:
 
     def install_crds(self, names: Iterable[str]) -> None:
         self.store.install_crds(names)
+
+    def add_crd_dir(self, directory: Path | str) -> list[str]:
+        """Make the CRDs of another folder installable (``install_crds``) beside ``crd_dir``'s; their keys.
+        Idempotent (the session's server is shared). A CRD name already known from another file is keyed by
+        its file stem (``mpijobs.kubeflow.org.v2beta1``)."""
+        return self.store.add_crd_dir(Path(directory))
 
     def uninstall_crds(self, names: Iterable[str]) -> None:
         """Remove CRDs and every object of theirs (discovery stops listing the group)."""
@@ -384,6 +391,87 @@ class KubeEmulator:
                 pods.append(self.create(pod))
             return pods
 
+    def run_controller(
+        self,
+        namespace: str,
+        deployment: str,
+        *,
+        ready: bool = True,
+        lease: str | None = None,
+        replicas: int = 1,
+        renewed_seconds_ago: float = 0.0,
+    ) -> Obj:
+        """A controller's Deployment as the deployment controller reports it (``status.readyReplicas``,
+        ``availableReplicas``, the ``Available`` condition), and optionally its leader-election Lease as the
+        leader renews it (``spec.holderIdentity``, ``renewTime`` ``renewed_seconds_ago`` in the past,
+        ``leaseDurationSeconds`` 15). ``ready=False``: the pods are not ready (CrashLoopBackOff, ImagePull...),
+        and the Lease, if any, is not renewed. The namespace is created if missing."""
+        with self.store.cond:
+            if self.find("namespaces", namespace, None) is None:
+                self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            labels = {"app.kubernetes.io/name": deployment}
+            body: dict[str, Any] = {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": deployment, "namespace": namespace, "labels": labels},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "manager", "image": f"{deployment}:latest"}]},
+                    },
+                },
+            }
+            existing = self.find("deployments", deployment, namespace)
+            obj = self.create(body) if existing is None else existing
+            ready_n = replicas if ready else 0
+            t = now()
+            status = {
+                "observedGeneration": obj["metadata"].get("generation", 1),
+                "replicas": replicas,
+                "updatedReplicas": replicas,
+                "readyReplicas": ready_n or None,
+                "availableReplicas": ready_n or None,
+                "unavailableReplicas": (replicas - ready_n) or None,
+                "conditions": [
+                    {
+                        "type": "Available",
+                        "status": "True" if ready else "False",
+                        "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
+                        "message": "Deployment has minimum availability."
+                        if ready
+                        else "Deployment does not have minimum availability.",
+                        "lastUpdateTime": t,
+                        "lastTransitionTime": t,
+                    }
+                ],
+            }
+            obj = self.patch_status("deployments", deployment, status, namespace)
+            if lease is not None:
+                renewed = _micro_time(time.time() - renewed_seconds_ago)
+                spec = {
+                    "holderIdentity": f"{deployment}-7d9f8c6b5-x2x4q_{uuid.uuid4()}",
+                    "leaseDurationSeconds": 15,
+                    "acquireTime": renewed,
+                    "renewTime": renewed,
+                    "leaseTransitions": 0,
+                }
+                current = self.find("leases", lease, namespace)
+                if current is None:
+                    self.create(
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {"name": lease, "namespace": namespace},
+                            "spec": spec,
+                        }
+                    )
+                elif ready:
+                    current["spec"] = {**current.get("spec", {}), "renewTime": renewed}
+                    self.update(current)
+            return obj
+
     def compact(self) -> None:
         """Forget the watch history: resuming a watch from any earlier resourceVersion gets 410."""
         self.store.compact()
@@ -442,3 +530,8 @@ class KubeEmulator:
 
     def clear_requests(self) -> None:
         self._api.requests.clear()
+
+
+def _micro_time(t: float) -> str:
+    """A ``MicroTime`` (a Lease's renewTime): RFC 3339 with microseconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"

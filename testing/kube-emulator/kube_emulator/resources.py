@@ -163,6 +163,12 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         subresources=_STATUS,
         field_labels=("status.successful",),
     ),
+    # What a controller's liveness is read from: its Deployment (the deployment controller writes
+    # readyReplicas) and its leader-election Lease (the holder renews renewTime).
+    ResourceType(
+        "apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), ("all",), subresources=_STATUS
+    ),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, "role"),
     ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, "rolebinding"),
     ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, "clusterrole"),

@@ -90,7 +90,7 @@ def _spec_part(obj: Obj) -> Obj:
 class Store:
     def __init__(self, crd_dir: Path = DEFAULT_CRD_DIR, history_limit: int = 10_000) -> None:
         self.cond = threading.Condition(threading.RLock())
-        self.available_crds = load_crd_dir(crd_dir)
+        self.available_crds = dict(load_crd_dir(crd_dir))
         self.history_limit = history_limit
         self.rv = 0
         # Bumped by reset(): streams opened before it end.
@@ -128,6 +128,22 @@ class Store:
                 self.create(ns_type, None, {"metadata": {"name": ns}}, trusted=True)
             self.install_crds(crds)
             self.cond.notify_all()
+
+    def add_crd_dir(self, directory: Path) -> list[str]:
+        """Make the CRDs of another folder installable (not installed); their keys. A CRD whose name is
+        taken already (mpijobs.kubeflow.org at another version) is keyed by its file stem."""
+        added = []
+        with self.cond:
+            taken = {src.name: key for key, src in self.available_crds.items()}
+            for key, src in load_crd_dir(directory).items():
+                if key in self.available_crds and self.available_crds[key].path == src.path:
+                    added.append(key)
+                    continue
+                if src.name in taken and taken[src.name] != key or key in self.available_crds:
+                    key = src.path.stem
+                self.available_crds[key] = src
+                added.append(key)
+        return added
 
     def install_crds(self, names: Iterable[str]) -> None:
         with self.cond:
