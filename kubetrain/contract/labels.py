@@ -20,6 +20,8 @@ RESERVED_LABELS = (MANAGED_BY, JOB_LABEL, ROLE_LABEL, INDEX_LABEL)
 """Labels kubetrain sets that a spec may not give."""
 
 FLAVOR_ANNOTATION = "kubetrain.dev/flavor"
+AS_WRITTEN_ANNOTATION = "kubetrain.dev/as-written"
+"""On a foreign document kubetrain submitted as its author wrote it (nothing rendered): `"true"`."""
 PAUSED_ANNOTATION = "kubetrain.dev/paused"
 
 NODE_POOL_LABEL = "kubetrain.dev/node-pool"
@@ -38,6 +40,7 @@ INDEX_KEYS = (
 """Labels (or annotations) that carry a pod's replica index, in the order they are trusted."""
 
 __all__ = [
+    "AS_WRITTEN_ANNOTATION",
     "FLAVOR_ANNOTATION",
     "INDEX_KEYS",
     "INDEX_LABEL",

@@ -108,7 +108,9 @@ def load_job_documents(
                             line,
                         ),
                     )
-                out.append((conversion.job.with_base_dir(folder), conversion))
+                # The document as written (after --set; a Run:ai base by name stays a name): what a cluster that
+                # runs this kind's controller is given as is.
+                out.append((conversion.job.with_base_dir(folder).with_source(dict(doc.data)), conversion))
             else:  # a TrainJob (alone, or beside foreign documents)
                 out.append((load_document(doc, folder, source=file, overrides=overrides), None))
         except SpecError as exc:
@@ -117,6 +119,44 @@ def load_job_documents(
     if errors:
         raise SpecError(errors)
     return out
+
+
+def as_written_stand_in(
+    path: str | os.PathLike[str],
+    error: SpecError,
+    *,
+    overrides: Sequence[str] = (),
+    document: int | None = None,
+) -> TrainJob | None:
+    """A foreign document kubetrain could not convert (``error``: an entrypoint image, a field it refuses ...) may
+    still run as written where the cluster runs its controller, which needs no conversion: a job that only
+    stands in for it (its name, the document), carrying ``error`` for anything else (every backend raises it
+    instead of running the stand-in). None when the file is not one foreign document."""
+    file = source_name(path)
+    try:
+        docs = parse_yaml(read_text(FsPath(path)), file)
+    except SpecError:
+        return None
+    if document is not None:
+        docs = docs[document - 1 : document] if 1 <= document <= len(docs) else []
+    if len(docs) != 1 or not isinstance(docs[0].data, dict) or not foreign_name_of(docs[0].data):
+        return None
+    doc = docs[0]
+    try:
+        for i, text in enumerate(overrides):
+            apply_override(doc, text, i)
+    except SpecError:
+        return None
+    meta = doc.data.get("metadata") if isinstance(doc.data.get("metadata"), dict) else {}
+    name = str(meta.get("name") or meta.get("generateName") or "job").rstrip("-")
+    from ..jobspec.load import from_dict
+
+    try:
+        job = from_dict({"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name},
+                         "spec": {"framework": "generic", "run": {"exec": ["true"]}}})
+    except SpecError:
+        return None
+    return job.with_base_dir(FsPath(path).parent).with_source(dict(doc.data), error)
 
 
 def _about_set(error: FieldError, kind: object) -> FieldError:
@@ -244,4 +284,4 @@ def _is_template_named(data: Any, name: str) -> bool:
     )
 
 
-__all__ = ["load_job_documents", "load_job_file", "resolve_base_workload"]
+__all__ = ["as_written_stand_in", "load_job_documents", "load_job_file", "resolve_base_workload"]

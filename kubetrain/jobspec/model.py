@@ -5,6 +5,7 @@ Field docstrings are the reference text that `kubetrain explain` prints and `kub
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -758,6 +759,8 @@ class TrainJob(SpecModel):
     metadata: Metadata
     spec: JobSpec
     _base_dir: str | None = PrivateAttr(default=None)
+    _source: dict[str, Any] | None = PrivateAttr(default=None)
+    _unconverted: SpecError | None = PrivateAttr(default=None)
 
     @property
     def name(self) -> str:
@@ -776,6 +779,26 @@ class TrainJob(SpecModel):
         return self.__dict__ == other.__dict__
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic models are
+
+    @property
+    def source(self) -> dict[str, Any] | None:
+        """The foreign document this job was converted from, as its author wrote it (after `--set`), or None:
+        what a cluster that runs that kind's controller is given as is."""
+        return self._source
+
+    def with_source(self, document: dict[str, Any] | None, unconverted: SpecError | None = None) -> TrainJob:
+        """This job, remembering the foreign document it was converted from. ``unconverted``: the document could
+        not be converted (this job only stands in for it): it can only be submitted as written, and anything
+        else raises that error."""
+        job = self.model_copy()
+        job._source = None if document is None else copy.deepcopy(document)
+        job._unconverted = unconverted
+        return job
+
+    @property
+    def unconverted(self) -> SpecError | None:
+        """Why the foreign document this job stands for could not be converted (None: it was)."""
+        return self._unconverted
 
     def with_base_dir(self, path: str | os.PathLike[str] | None) -> TrainJob:
         """This job with relative paths resolving against `path`."""

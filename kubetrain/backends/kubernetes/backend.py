@@ -22,6 +22,7 @@ from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...contract.naming import label_value
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, stopped_by_cancel
 from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult
+from . import as_written
 from . import follow as following
 from .capabilities import Capabilities, check_queue, detect
 from .client.config import connect
@@ -30,10 +31,12 @@ from .client.kube import Kube
 from .client.resources import PODS, Resource
 from .client.retry import RetryPolicy
 from .describe import Description, last_lines, pending_reason
-from .diagnose import Diagnosis, diagnose
-from .flavors import AUTO_ORDER, FlavorUnavailable, get_flavor, workload_resources
+from .diagnose import Diagnosis, diagnose, untouched_for
+from .flavors import AUTO_ORDER, FLAVORS, WRITTEN, Controller, Flavor, FlavorUnavailable, get_flavor, workload_resources
+from .liveness import Liveness, LivenessCache, no_sign_of_life
+from .liveness import check as check_liveness
 from .logs import LogTarget, Since, read_logs, targets_of
-from .lookup import JobNotFound, Located, job_pods, list_jobs, locate
+from .lookup import JobNotFound, Located, PodScope, job_pods, list_jobs, locate
 from .status_map import group_pods, job_status, meta, roles_of
 from .submit import DryRunReport, NameTaken, Submission, dry_run, submit
 from .watch import JobWatch
@@ -51,8 +54,14 @@ class KubernetesBackend:
 
     ``namespace``: where jobs are created and looked for (default: the kubeconfig context's, else
     ``default``; it also wins over a job's ``metadata.namespace`` when given). ``flavor``: the engine jobs
-    are rendered for (None: JobSet if served, else job). ``all_namespaces``: ``list`` shows every namespace.
+    are rendered for (None: the first of JobSet and job whose controller is alive, :mod:`.liveness`).
+    ``all_namespaces``: ``list`` shows every namespace.
     ``timeout``: an attached ``run`` returns after that many seconds with the status then.
+
+    ``convert``: a foreign document (a job converted from a PyTorchJob, JobSet, ...) is converted and rendered
+    even where the cluster runs its kind (default: submitted as written there, :mod:`.as_written`).
+    ``untouched_after``: seconds after which a job no controller has acted on is said to be (``NoController``).
+    ``liveness_ttl``: seconds a controller's liveness is kept (0: read each time).
 
     For tests and tools: ``in_cluster``, ``api_client`` (a configured client instead of a kubeconfig),
     ``retry``, ``watch_timeout``, ``diagnose_every``, ``log_grace``.
@@ -67,8 +76,11 @@ class KubernetesBackend:
         context: str | None = None,
         kubeconfig: str | os.PathLike[str] | None = None,
         flavor: str | None = None,
+        convert: bool = False,
         all_namespaces: bool = False,
         timeout: float | None = None,
+        untouched_after: float = 30.0,
+        liveness_ttl: float = 60.0,
         in_cluster: bool | None = None,
         api_client: Any = None,
         retry: RetryPolicy | None = None,
@@ -77,10 +89,12 @@ class KubernetesBackend:
         log_grace: float = 5.0,
     ) -> None:
         self.flavor = get_flavor(flavor).name if flavor is not None else None
+        self.convert = convert
         context_namespace: str | None = None
+        source = "api client"
         if api_client is None:
             conn = connect(kubeconfig, context, in_cluster=in_cluster)
-            api_client, context_namespace = conn.api_client, conn.namespace
+            api_client, context_namespace, source = conn.api_client, conn.namespace, conn.source
         self.kube = Kube(api_client, retry, known=workload_resources())
         self.requested_namespace = namespace
         self.namespace = namespace or context_namespace or "default"
@@ -89,7 +103,10 @@ class KubernetesBackend:
         self.watch_timeout = watch_timeout
         self.diagnose_every = diagnose_every
         self.log_grace = log_grace
+        self.untouched_after = untouched_after
         self._caps: Capabilities | None = None
+        host = getattr(getattr(api_client, "configuration", None), "host", "")
+        self._liveness = LivenessCache(f"{host} {source}", liveness_ttl)
 
     def close(self) -> None:
         self.kube.close()
@@ -110,25 +127,71 @@ class KubernetesBackend:
             self._caps = detect(self.kube)
         return self._caps
 
+    def liveness(self, engine: Flavor, namespace: str | None = None, *, refresh: bool = False) -> Liveness:
+        """Whether ``engine``'s controller shows signs of life (:mod:`.liveness`), cached per context."""
+        key = engine.name
+        found = None if refresh else self._liveness.get(key)
+        if found is None:
+            controller = engine.controller or Controller(f"the controller of {engine.name}")
+            found = check_liveness(self.kube, controller, engine.served_resources(self.kube, self.capabilities()),
+                                   self._ns(namespace), untouched_after=self.untouched_after)
+            self._liveness.put(key, found)
+        return found
+
+    def engines(self, namespace: str | None = None) -> list[str]:
+        """What this cluster can run, a line per engine whose API it serves (the flavors, then the kinds
+        followed as written): whether its controller shows life, and what says so; then the flavors whose API
+        is not served."""
+        caps = self.capabilities()
+        lines = []
+        for engine in [*FLAVORS.values(), *WRITTEN]:
+            if caps.missing(engine) is not None or not engine.served_resources(self.kube, caps):
+                continue
+            seen = self.liveness(engine, namespace)
+            verdict = {"live": "runs here", "dead": "API served, controller not running",
+                       "unknown": "API served, controller not seen"}[seen.state]
+            label = engine.name if engine.as_written else f"flavor {engine.name}"
+            lines.append(f"{label}: {verdict} ({seen.evidence})")
+        missing = [name for name, f in FLAVORS.items() if caps.missing(f) is not None]
+        if missing:
+            lines.append("not served: " + ", ".join(f"flavor {m}" for m in missing))
+        return lines
+
     def render(self, job: TrainJob, flavor: str | None = None, namespace: str | None = None,
                name: str | None = None, *, check: bool = True) -> Rendered:
-        """Render for this cluster: the flavor given (else the backend's), checked to be served, or the best
-        one served. ``check=False``: no request beyond discovery (when no flavor is named), nothing checked."""
+        """Render for this cluster: the flavor given (else the backend's), checked to be served (with a warning
+        when its controller shows no sign of life), or the first whose controller is alive (job at last).
+        ``check=False``: nothing checked; no request beyond discovery and, when no flavor is named, the
+        liveness reads."""
         from ...jobspec import SpecError
         from .render import render_manifests
 
+        if job.unconverted is not None:  # a stand-in for a document that can only go as written
+            raise job.unconverted
         ns = namespace or job.metadata.namespace or self.namespace
         named = flavor or self.flavor
+        notes: list[str] = []
         if named is not None:
             chosen = get_flavor(named)
             if check:
                 problem = chosen.missing(self.capabilities())
                 if problem:
                     raise FlavorUnavailable(problem)
+                seen = self.liveness(chosen, ns)
+                if not seen.live:
+                    notes.append(no_sign_of_life(chosen, seen))
             rendered = render_manifests(job, chosen, ns, name=name)
         else:
             caps = self.capabilities()
-            candidates = [f for f in AUTO_ORDER if caps.missing(f) is None]
+            served = [f for f in AUTO_ORDER if caps.missing(f) is None]
+            # Served is not enough: a flavor whose controller shows no sign of life would leave the job Pending.
+            # (Also for a client dry run: it shows what would be submitted; the liveness reads create nothing.)
+            candidates = [f for f in served if self.liveness(get_flavor(f), ns).live]
+            for skipped in (f for f in served if f not in candidates):
+                seen = self.liveness(get_flavor(skipped), ns)
+                why = "its controller is not running" if seen.state == "dead" else "its controller was not seen"
+                notes.append(f"not the {skipped} flavor: this cluster serves its API, but {seen.evidence} ({why}); "
+                             f"--flavor {skipped} asks for it all the same")
             first_error: SpecError | None = None
             for candidate in candidates:
                 try:
@@ -139,6 +202,7 @@ class KubernetesBackend:
             else:
                 assert first_error is not None
                 raise first_error
+        rendered.warnings[:0] = notes
         if check:
             get_flavor(rendered.flavor).check_served(self.kube, rendered.root)
             check_queue(self.kube, self.capabilities(), rendered.root, self.namespace)
@@ -174,7 +238,9 @@ class KubernetesBackend:
             if on_warning is not None:
                 on_warning(warning)
         ns = meta(rendered.root).get("namespace") or self._ns(namespace)
-        return dry_run(self.kube, rendered.objects, ns, flavor=rendered.flavor, warnings=rendered.warnings)
+        report = dry_run(self.kube, rendered.objects, ns, flavor=rendered.flavor, warnings=rendered.warnings)
+        report.engines = self.engines(ns)
+        return report
 
     def run(
         self,
@@ -190,11 +256,18 @@ class KubernetesBackend:
         created paused) follow it to its end, every replica's output into ``sink``, status changes and Pending
         causes to ``on_event``, and to ``on_status`` the status each time the follow's watch sees it change.
         Ctrl-C (KeyboardInterrupt) cancels the job, as locally. ``dry_run="server"``: the API server's verdict,
-        nothing created; ``"client"``: the manifests (a v1 List), nothing sent."""
+        nothing created; ``"client"``: the manifests (a v1 List), nothing sent. A job converted from a foreign
+        document whose kind this cluster serves is that document, submitted as written (:mod:`.as_written`),
+        unless ``convert`` or a flavor was asked for."""
         events = RunEvents(on_event, on_status)
         warn = events.warning
 
         namespace = self.requested_namespace
+        if job.source is not None and not self.convert and self.flavor is None:
+            written = as_written.plan(self, job, warn)
+            if written is not None:
+                return as_written.run(self, written, job, detach=detach, dry_run_mode=dry_run, sink=sink,
+                                      events=events)
         if dry_run == "client":
             rendered = self.render(job, self.flavor, namespace, check=False)
             for warning in rendered.warnings:
@@ -236,7 +309,7 @@ class KubernetesBackend:
 
     def status_in(self, name: str, namespace: str | None, *, explain: bool = True) -> JobStatus:
         loc = self._locate(name, namespace)
-        pods = job_pods(self.kube, loc.name, loc.namespace)
+        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
         if explain:
             status = self.explain(status, loc.workloads, pods)
@@ -257,11 +330,22 @@ class KubernetesBackend:
         """Why replicas are Pending (``reads=False``: only what the pods show, no request)."""
         caps = self.capabilities() if reads else None
         return diagnose(self.kube if reads else None, status, workloads, pods,
-                        kueue_version=caps.kueue_version if caps else None)
+                        kueue_version=caps.kueue_version if caps else None, untouched_after=self.untouched_after)
+
+    def until_untouched(self, status: JobStatus | None, jw: JobWatch) -> float | None:
+        """Seconds until a job nothing has acted on has waited ``untouched_after`` (None: no such wait): when a
+        watch that sees no event should look again."""
+        if status is None:
+            return None
+        workloads, pods, _ = jw.snapshot()
+        age = untouched_for(status, workloads, pods)
+        if age is None or age >= self.untouched_after:
+            return None
+        return max(0.01, self.untouched_after - age)
 
     def describe(self, job_id: str) -> Description:
         loc = self._locate(job_id, None)
-        pods = job_pods(self.kube, loc.name, loc.namespace)
+        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
         diagnoses = self.diagnose_pending(status, loc.workloads, pods)
         status = self.explain(status, loc.workloads, pods, diagnoses)
@@ -270,15 +354,25 @@ class KubernetesBackend:
 
     # -- watching -------------------------------------------------------------------------------------
 
-    def watch(self, name: str, namespace: str | None = None, *, resource: Resource | None = None) -> JobWatch:
+    def watch(self, name: str, namespace: str | None = None, *, resource: Resource | None = None,
+              scope: PodScope | None = None) -> JobWatch:
         """A started :class:`JobWatch` on the job (stop it, or use it as a context manager). ``resource``: the
-        job's workload kind when known (as after a submit), which saves looking the job up."""
+        job's workload kind when known (as after a submit), which saves looking the job up; ``scope``: where
+        its pods are when they do not carry kubetrain's job label (a document submitted as written)."""
         if resource is None:
             loc = self._locate(name, namespace)
-            ns, label, resource = loc.namespace, loc.name, loc.resource
+            ns, label, resource, scope = loc.namespace, loc.name, loc.resource, loc.pods
         else:
             ns, label = self._ns(namespace), label_value(name)
-        return JobWatch(self.kube, ns, label, resource, timeout_seconds=self.watch_timeout).start()
+        keep: Callable[[list[Any]], list[Any]] | None = None
+        if scope is not None and scope.owner_uid is not None:
+            owned = scope
+
+            def keep(pods: list[Any]) -> list[Any]:
+                return owned.keep(self.kube, ns, pods)
+
+        return JobWatch(self.kube, ns, label, resource, timeout_seconds=self.watch_timeout,
+                        pod_selector=scope.selector if scope is not None else None, keep_pods=keep).start()
 
     def wait(self, name: str, namespace: str | None = None, *,
              until: Callable[[JobStatus], bool] | None = None, timeout: float | None = None) -> JobStatus:
@@ -327,7 +421,7 @@ class KubernetesBackend:
                 raise KubernetesError(f"role {role} of job {job_id} has replicas 0..{info.replicas - 1}")
         if follow:
             return _without_metrics(following.follow_logs(self, loc, role, index, tail, since, grep, stop), grep)
-        grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace), roles)
+        grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace, loc.pods), roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
 
         def missing(t: LogTarget, exc: ApiError) -> None:
@@ -355,7 +449,7 @@ class KubernetesBackend:
 
     def cancel_in(self, name: str, namespace: str | None) -> JobStatus:
         loc = self._locate(name, namespace)
-        pods = job_pods(self.kube, loc.name, loc.namespace)
+        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
         if status.phase.is_terminal:
             raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value}); "
@@ -400,7 +494,7 @@ class KubernetesBackend:
 
     def _set_suspended(self, name: str, suspend: bool) -> JobStatus:
         loc = self._locate(name, None)
-        pods = job_pods(self.kube, loc.name, loc.namespace)
+        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
         if status.phase.is_terminal:
             raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value})")
@@ -414,7 +508,8 @@ class KubernetesBackend:
     # Last in the class: a method named `list` shadows the builtin in the annotations that follow it.
     def list(self, *, limit: int | None = None) -> list[JobStatus]:
         """Every kubetrain job in the namespace (or all of them, ``all_namespaces``), newest first."""
-        jobs = list_jobs(self.kube, self.capabilities(), None if self.all_namespaces else self.namespace)
+        jobs = list_jobs(self.kube, self.capabilities(), None if self.all_namespaces else self.namespace,
+                         untouched_after=self.untouched_after)
         return jobs if limit is None else jobs[:limit]
 
 

@@ -14,12 +14,13 @@ take a few reads, made only while something is Pending and unexplained by its po
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...contract.labels import KUEUE_QUEUE_LABEL
-from ...status import JobStatus, ReplicaPhase
+from ...status import JobPhase, JobStatus, ReplicaPhase
 from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import EVENTS, KUEUE_GROUP, Resource
@@ -244,6 +245,54 @@ def _kueue_problems(kube: Kube, namespace: str, root: Mapping[str, Any], version
     return [Diagnosis("Kueue", f"not admitted by queue {queue}: {message}", hint)]
 
 
+# --------------------------------------------------------------------------------------------- nothing acts
+
+
+NO_CONTROLLER = "NoController"
+"""The cause of a job that no controller has acted on (no status, no pods) for the untouched time."""
+
+
+def acted_on(workloads: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a controller has touched the job: a status written on one of its workload objects, or a pod."""
+    if pods:
+        return True
+    return any(v not in (None, {}, [], "") for w in workloads for v in (w.get("status") or {}).values())
+
+
+def untouched_for(status: JobStatus, workloads: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]],
+                  now: float | None = None) -> float | None:
+    """For how long a job waiting on its controller has had nothing done to it (None: it has been acted on,
+    or it is not waiting on its controller: ended, suspended, held by Kueue)."""
+    if status.phase is not JobPhase.PENDING or status.reason == "WaitingForAdmission" or status.created_at is None:
+        return None
+    if not workloads or acted_on(workloads, pods):
+        return None
+    return max(0.0, (time.time() if now is None else now) - status.created_at)
+
+
+def untouched(status: JobStatus, workloads: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]],
+              after: float, now: float | None = None) -> Diagnosis | None:
+    """The job's controller has not acted on it for ``after`` seconds: say so, and where to look."""
+    age = untouched_for(status, workloads, pods, now)
+    if age is None or age < after:
+        return None
+    root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
+    flavor = flavor_of(root)
+    controller = flavor.controller if flavor is not None else None
+    kind = str(root.get("kind") or "object")
+    what = controller.what if controller is not None else f"the controller of {kind}"
+    where = controller.hint() if controller is not None else "kubectl get pods -A"
+    if flavor is not None and flavor.as_written:
+        hint = (f"kubetrain submitted the {kind} as written, for its own controller: `kubetrain run FILE --convert` "
+                "runs the file without it, on the flavors this cluster runs")
+    elif controller is not None and controller.builtin:
+        hint = "the Job controller is part of kube-controller-manager: is the cluster's control plane healthy?"
+    else:
+        hint = "`--flavor job` needs nothing but Kubernetes (see `kubetrain run --dry-run=server` for what runs here)"
+    message = f"no controller has acted on this {kind} for {age:.0f} s: is {what} installed and running? ({where})"
+    return Diagnosis(NO_CONTROLLER, message, hint, [r.name for r in status.replicas])
+
+
 def diagnose(
     kube: Kube | None,
     status: JobStatus,
@@ -251,12 +300,19 @@ def diagnose(
     pods: Sequence[Mapping[str, Any]],
     *,
     kueue_version: str | None = None,
+    untouched_after: float | None = None,
 ) -> list[Diagnosis]:
-    """Every cause holding Pending replicas (empty when none is Pending). ``kube=None``: pods only."""
+    """Every cause holding Pending replicas (empty when none is Pending). ``kube=None``: pods only.
+    ``untouched_after``: a job no controller has acted on for that many seconds is said to be (NoController),
+    and nothing else is looked up for it (nothing else can be the cause yet)."""
     if status.phase.is_terminal or not any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
         return []
     if not workloads:
         return []
+    if untouched_after is not None:
+        idle = untouched(status, workloads, pods, untouched_after)
+        if idle is not None:
+            return [idle]
     found, creating, missing = from_pods(workloads, pods)
     if kube is None:
         return found
@@ -284,4 +340,5 @@ def diagnose(
     return _merge([*found, *extra])
 
 
-__all__ = ["Diagnosis", "diagnose", "from_pods", "image_hint", "unschedulable_hint"]
+__all__ = ["NO_CONTROLLER", "Diagnosis", "acted_on", "diagnose", "from_pods", "image_hint", "unschedulable_hint",
+           "untouched", "untouched_for"]

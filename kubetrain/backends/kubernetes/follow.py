@@ -21,12 +21,12 @@ from .client.resources import Resource
 from .describe import last_lines, pending_reason
 from .flavors import flavor_of
 from .logs import LogFollower, Since
-from .lookup import JobNotFound, Located, ordered
+from .lookup import JobNotFound, Located, PodScope, ordered
 from .status_map import PodIndex, group_pods, job_status, roles_of
-from .watch import JobWatch
 
 if TYPE_CHECKING:
     from .backend import KubernetesBackend
+    from .watch import JobWatch
 
 State = Callable[[], tuple[JobStatus | None, PodIndex, dict[str, str | None]]]
 """The job as the watch sees it now: (status or None when its workload is gone, pods by replica,
@@ -58,7 +58,9 @@ def wait(backend: KubernetesBackend, name: str, namespace: str | None, *,
         state = job_state(jw, name)
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            seen = jw.wait_change(seen, timeout=left)
+            # Nothing happening is news too: wake when the job would have waited the untouched time.
+            idle = backend.until_untouched(status, jw)
+            seen = jw.wait_change(seen, timeout=left if idle is None else idle if left is None else min(left, idle))
             if jw.error is not None:
                 raise as_error(jw.error)
             timed_out = deadline is not None and time.monotonic() >= deadline
@@ -92,6 +94,7 @@ def follow(
     cancel_on_interrupt: bool = False,
     resource: Resource | None = None,
     on_status: Callable[[JobStatus], None] | None = None,
+    scope: PodScope | None = None,
 ) -> JobStatus:
     """Follow a job to its end: every replica's output into ``sink``, status changes and Pending causes
     (one line per cause, with a hint) to ``on_event``. Returns the final status. Ctrl-C cancels the job
@@ -100,7 +103,7 @@ def follow(
     change (pods scheduled, pulling, starting, running, ending), with the Pending causes the pods show."""
     say = on_event or (lambda text: None)
     deadline = None if timeout is None else time.monotonic() + timeout
-    jw = backend.watch(name, namespace, resource=resource)
+    jw = backend.watch(name, namespace, resource=resource, scope=scope)
     state = job_state(jw, name)
     log_thread: threading.Thread | None = None
     follower: LogFollower | None = None
@@ -149,7 +152,8 @@ def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: s
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         wait_for = backend.diagnose_every if left is None else min(left, backend.diagnose_every)
-        seen = jw.wait_change(seen, timeout=wait_for)
+        idle = backend.until_untouched(status, jw)  # nothing happening is news too, once long enough
+        seen = jw.wait_change(seen, timeout=wait_for if idle is None else min(wait_for, idle))
         if jw.error is not None:
             raise as_error(jw.error)
         if not jw.wait_synced(0):
@@ -231,7 +235,7 @@ def follow_logs(backend: KubernetesBackend, loc: Located, role: str | None, inde
                 since: Since | None, grep: str | GrepPattern | None,
                 stop: threading.Event | None = None) -> Iterator[LogRecord]:
     """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for."""
-    jw = JobWatch(backend.kube, loc.namespace, loc.name, loc.resource, timeout_seconds=backend.watch_timeout).start()
+    jw = backend.watch(loc.name, loc.namespace, resource=loc.resource, scope=loc.pods)
     try:
         jw.wait_synced(30)
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name), role=role, index=index,

@@ -8,18 +8,19 @@ the likeliest first (:func:`~.flavors.lookup_order`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER
 from ...contract.naming import label_value
 from ...status import JobStatus
 from .capabilities import Capabilities
-from .client.errors import KubernetesError
+from .client.errors import ApiError, KubernetesError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
 from .describe import pending_reason
 from .diagnose import diagnose
-from .flavors import Flavor, flavor_of, lookup_order
+from .flavors import WRITTEN, Flavor, flavor_of, lookup_order
 from .status_map import job_status, jobs_by_name
 from .workload import JSON, is_root, labels, meta
 
@@ -30,6 +31,49 @@ class JobNotFound(KubernetesError, LookupError):
     def __init__(self, name: str, namespace: str) -> None:
         super().__init__(f"no kubetrain job {name} in namespace {namespace} (kubetrain list --backend kubernetes "
                          f"-n {namespace})")
+
+
+@dataclass
+class PodScope:
+    """How a job's pods are found: a label selector (kubetrain's job label; for a document submitted as
+    written, the label its controller puts on them), and for kinds whose pods carry no label naming their
+    job, the root they must belong to (directly, or through one object the root owns: a Run:ai workload's
+    intermediate job)."""
+
+    selector: str
+    owner_uid: str | None = None
+    _owned: dict[str, bool] = field(default_factory=dict)
+    """Intermediate owner uid → whether the root owns it (read once each)."""
+
+    def keep(self, kube: Kube | None, namespace: str, pods: Sequence[JSON]) -> list[JSON]:
+        if self.owner_uid is None:
+            return list(pods)
+        return [p for p in pods
+                if any(self._owns(kube, namespace, ref) for ref in meta(p).get("ownerReferences") or [])]
+
+    def _owns(self, kube: Kube | None, namespace: str, ref: dict[str, Any]) -> bool:
+        uid = str(ref.get("uid") or "")
+        if uid == self.owner_uid:
+            return True
+        if uid not in self._owned:
+            self._owned[uid] = False
+            if kube is not None:
+                try:
+                    res = kube.resource_for(str(ref.get("apiVersion")), str(ref.get("kind")))
+                    owner = kube.find(res, str(ref.get("name")), namespace)
+                except (ApiError, KubernetesError):
+                    owner = None
+                refs = meta(owner or {}).get("ownerReferences") or []
+                self._owned[uid] = any(r.get("uid") == self.owner_uid for r in refs)
+        return self._owned[uid]
+
+
+def pod_scope(flavor: Flavor | None, name: str, root: JSON | None) -> PodScope:
+    """Where the pods of job ``name`` (its ``root`` workload) are: by its flavor's selector."""
+    if flavor is None:
+        return PodScope(f"{JOB_LABEL}={label_value(name)}")
+    owner = meta(root or {}).get("uid") if flavor.pods_owned() else None
+    return PodScope(flavor.pod_selector(name, root), owner)
 
 
 @dataclass
@@ -46,6 +90,11 @@ class Located:
     def root(self) -> JSON:
         return self.workloads[0]
 
+    @property
+    def pods(self) -> PodScope:
+        """Where its pods are (a document submitted as written: where its controller puts them)."""
+        return pod_scope(self.flavor, meta(self.root).get("name") or self.name, self.root)
+
 
 def ordered(workloads: Sequence[JSON]) -> list[JSON]:
     """Workload objects, the root (the one nobody owns) first."""
@@ -53,8 +102,12 @@ def ordered(workloads: Sequence[JSON]) -> list[JSON]:
 
 
 def workload_kinds(kube: Kube, caps: Capabilities) -> list[Resource]:
-    """The workload kinds this cluster serves, the likeliest first (a lookup lists them in turn)."""
-    return [res for flavor in lookup_order() for res in flavor.served_resources(kube, caps)]
+    """The workload kinds this cluster serves, the likeliest first (a lookup lists them in turn): the flavors',
+    then those of the kinds kubetrain submits as written (XGBoostJob, MPIJob v2beta1, DeepSpeedJob ...)."""
+    out = [res for flavor in lookup_order() for res in flavor.served_resources(kube, caps)]
+    for follower in WRITTEN:
+        out += [res for res in follower.served_resources(kube, caps) if res not in out]
+    return out
 
 
 def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located:
@@ -71,18 +124,21 @@ def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located
     raise JobNotFound(name, namespace)
 
 
-def job_pods(kube: Kube, name: str, namespace: str | None) -> list[JSON]:
-    items, _ = kube.list(PODS, namespace, label_selector=f"{JOB_LABEL}={label_value(name)}")
-    return items
+def job_pods(kube: Kube, name: str, namespace: str | None, scope: PodScope | None = None) -> list[JSON]:
+    """The job's pods: by kubetrain's job label, or where ``scope`` says (a document submitted as written)."""
+    scope = scope or PodScope(f"{JOB_LABEL}={label_value(name)}")
+    items, _ = kube.list(PODS, namespace, label_selector=scope.selector or None)
+    return scope.keep(kube, namespace or "", items)
 
 
-def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None) -> list[JobStatus]:
+def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None, *,
+              untouched_after: float | None = None) -> list[JobStatus]:
     """Every kubetrain job in ``namespace`` (None: every namespace), newest first, Pending causes the pods
     show included: one list per served workload kind + one of pods."""
     selector = f"{MANAGED_BY}={MANAGER}"
     workloads: list[JSON] = []
     for res in workload_kinds(kube, caps):
-        items, _ = kube.list(res, namespace, label_selector=selector)
+        items, _ = kube.list(res, namespace, label_selector=JOB_LABEL)  # rendered, or as written: both labelled
         workloads += items
     pods, _ = kube.list(PODS, namespace, label_selector=selector)
     pods_by: dict[tuple[str, str], list[JSON]] = {}
@@ -96,10 +152,14 @@ def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None) -> list[Job
     for (job_ns, job), group in sorted(by_job.items()):
         objs = ordered(group)
         job_pod_list = pods_by.get((job_ns, job), [])
+        flavor = flavor_of(objs[0])
+        if flavor is not None and flavor.as_written:  # its pods carry its controller's labels, not kubetrain's
+            job_pod_list = job_pods(kube, job, job_ns, pod_scope(flavor, meta(objs[0]).get("name", job), objs[0]))
         status = job_status(objs, job_pod_list, job_id=job, namespace=job_ns)
-        out.append(pending_reason(status, diagnose(None, status, objs, job_pod_list)))
+        out.append(pending_reason(status, diagnose(None, status, objs, job_pod_list, untouched_after=untouched_after)))
     out.sort(key=lambda s: (s.created_at or 0.0, s.job_id), reverse=True)
     return out
 
 
-__all__ = ["JobNotFound", "Located", "job_pods", "list_jobs", "locate", "ordered", "workload_kinds"]
+__all__ = ["JobNotFound", "Located", "PodScope", "job_pods", "list_jobs", "locate", "ordered", "pod_scope",
+           "workload_kinds"]

@@ -166,14 +166,31 @@ class PodIndex:
     earlier: dict[tuple[str, int], list[JSON]]
 
 
+def pod_role(pod: Mapping[str, Any], roles: Sequence[RoleInfo]) -> str | None:
+    """The role a pod is a replica of: kubetrain's role label, a JobSet's replicatedJob, the label a role's
+    controller marks its pods with (a document submitted as written), or the only role there is."""
+    lab = labels(pod)
+    role = lab.get(ROLE_LABEL) or lab.get(JOBSET_REPLICATED_JOB)
+    if role is not None:
+        return role
+    for info in roles:
+        if info.pod_label is not None and lab.get(info.pod_label[0]) == info.pod_label[1]:
+            return info.role
+    if len(roles) == 1 and roles[0].pod_label is None and not lab.get(JOB_LABEL):
+        return roles[0].role
+    return None
+
+
 def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
     by_role = {r.role: r for r in roles}
     groups: dict[tuple[str, int], list[JSON]] = {}
     for pod in pods:
-        role = labels(pod).get(ROLE_LABEL) or labels(pod).get(JOBSET_REPLICATED_JOB)
+        role = pod_role(pod, roles)
         if role is None:
             continue
-        index = pod_index(pod, by_role.get(role))
+        info = by_role.get(role)
+        # A role of one replica: its pod is replica 0, whatever its (generated) name says.
+        index = 0 if info is not None and info.replicas == 1 else pod_index(pod, info)
         if index is None:
             continue
         groups.setdefault((role, index), []).append(dict(pod))
@@ -335,6 +352,7 @@ __all__ = [
     "meta",
     "parse_time",
     "pod_index",
+    "pod_role",
     "pod_scheduling_problem",
     "replica_from_pod",
     "roles_of",

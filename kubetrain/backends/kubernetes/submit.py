@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...contract.labels import FLAVOR_ANNOTATION, JOB_LABEL, PAUSED_ANNOTATION, SUBMISSION_LABEL
+from ...contract.labels import AS_WRITTEN_ANNOTATION, FLAVOR_ANNOTATION, JOB_LABEL, PAUSED_ANNOTATION, SUBMISSION_LABEL
+from ...contract.naming import label_value
 from .client.errors import ApiError, Cause, KubernetesError
 from .client.kube import Kube
 from .client.resources import Resource
@@ -90,6 +91,29 @@ def tag_objects(objects: Sequence[JSON], submission_id: str, flavor: str, paused
                 ann[PAUSED_ANNOTATION] = "true"
         out.append(o)
     return out
+
+
+def tag_as_written(doc: JSON, submission_id: str) -> JSON:
+    """A copy of a foreign document with what kubetrain adds to submit it as written, and nothing else: its job
+    label (``kubetrain.dev/job``: every verb finds it by that), the submission id, and the annotation that
+    says it was not rendered (``kubetrain.dev/as-written``). The user's own labels and annotations stay."""
+    out = copy.deepcopy(doc)
+    meta = out.setdefault("metadata", {})
+    labels = meta.get("labels") or {}
+    meta["labels"] = {**labels, JOB_LABEL: label_value(str(meta["name"])), SUBMISSION_LABEL: submission_id}
+    meta["annotations"] = {**(meta.get("annotations") or {}), AS_WRITTEN_ANNOTATION: "true"}
+    return out
+
+
+def submit_as_written(kube: Kube, doc: JSON, res: Resource, namespace: str, *, what: str,
+                      warnings: Sequence[str] = ()) -> Submission:
+    """Create a foreign document as written (``tag_as_written``), with the same guard against duplicates as a
+    rendered job. ``what`` names it in messages (``PyTorchJob as written``)."""
+    submission_id = uuid.uuid4().hex[:12]
+    body = tag_as_written(doc, submission_id)
+    ns = _namespace(body, namespace)
+    created = create_once(kube, res, body, ns, submission_id)
+    return Submission(str(body["metadata"]["name"]), ns, what, [created], list(warnings), submission_id)
 
 
 def _namespace(obj: JSON, default: str) -> str:
@@ -195,6 +219,9 @@ class DryRunReport:
     flavor: str
     verdicts: list[Verdict]
     warnings: list[str] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)
+    """What the cluster can run: a line per engine (flavor, kind followed as written) whose API is served, with
+    whether its controller is alive (:mod:`.liveness`)."""
 
     @property
     def ok(self) -> bool:
@@ -209,17 +236,22 @@ class DryRunReport:
             lines.append(f"{refused} of {len(self.verdicts)} objects refused; nothing was created")
         else:
             lines.append(f"all {len(self.verdicts)} objects accepted; nothing was created")
+        if self.engines:
+            lines.append("what this cluster can run:")
+            lines += ["  " + line for line in self.engines]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "flavor": self.flavor, "ok": self.ok,
-                "verdicts": [v.to_dict() for v in self.verdicts], "warnings": list(self.warnings)}
+                "verdicts": [v.to_dict() for v in self.verdicts], "warnings": list(self.warnings),
+                "engines": list(self.engines)}
 
 
 def dry_run(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str,
-            warnings: Sequence[str] = ()) -> DryRunReport:
-    """Send every object with ``dryRun=All``; collect each verdict (the server stores nothing)."""
-    tagged = tag_objects(objects, "dry-run", flavor, False)
+            warnings: Sequence[str] = (), tag: bool = True) -> DryRunReport:
+    """Send every object with ``dryRun=All``; collect each verdict (the server stores nothing). ``tag=False``:
+    the objects carry kubetrain's labels already (a document as written)."""
+    tagged = tag_objects(objects, "dry-run", flavor, False) if tag else [copy.deepcopy(o) for o in objects]
     verdicts: list[Verdict] = []
     uid = _DRY_RUN_UID
     root = tagged[0]
@@ -270,4 +302,6 @@ __all__ = [
     "create_once",
     "dry_run",
     "submit",
+    "submit_as_written",
+    "tag_as_written",
 ]

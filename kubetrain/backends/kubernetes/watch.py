@@ -163,14 +163,19 @@ class JobWatch:
     """
 
     def __init__(self, kube: Kube, namespace: str, job_label: str, workload: Resource, *,
-                 timeout_seconds: int = 290) -> None:
+                 timeout_seconds: int = 290, pod_selector: str | None = None,
+                 keep_pods: Callable[[list[JSON]], list[JSON]] | None = None) -> None:
+        """``pod_selector``: the pods' selector when they do not carry kubetrain's job label (a document
+        submitted as written: its controller's labels); ``keep_pods``: which of those are the job's."""
         selector = f"{JOB_LABEL}={job_label}"
         self.job_label = job_label
         self.namespace = namespace
+        self._keep_pods = keep_pods
         self._cond = threading.Condition()
         self.version = 0
         self.workloads = Informer(kube, workload, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
-        self.pods = Informer(kube, PODS, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
+        self.pods = Informer(kube, PODS, namespace, selector if pod_selector is None else pod_selector, self._changed,
+                             timeout_seconds=timeout_seconds)
         #: monotonic time of the latest change (what the latency benchmark reads)
         self.changed_at = 0.0
         self._started = False
@@ -221,7 +226,10 @@ class JobWatch:
 
     def snapshot(self) -> tuple[list[JSON], list[JSON], bool]:
         """(workload objects, pods, whether a workload object was deleted since the watch began)."""
-        return self.workloads.snapshot(), self.pods.snapshot(), bool(self.workloads.deleted)
+        pods = self.pods.snapshot()
+        if self._keep_pods is not None:
+            pods = self._keep_pods(pods)
+        return self.workloads.snapshot(), pods, bool(self.workloads.deleted)
 
 
 __all__ = ["Informer", "JobWatch"]

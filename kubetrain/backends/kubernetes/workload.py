@@ -80,6 +80,10 @@ class RoleInfo:
     #: Pods per replicated Job (jobset): the stride of ``jobset.sigs.k8s.io/job-index``.
     completions: int = 1
     container: str | None = None
+    #: A label (key, value) that marks this role's pods when kubetrain's role label is not on them: a document
+    #: submitted as written, whose pods carry only what its controller puts there (``training.kubeflow.org/
+    #: replica-type: worker``).
+    pod_label: tuple[str, str] | None = None
 
 
 def template_role(template: Mapping[str, Any], default: str) -> str:

@@ -43,6 +43,7 @@ examples:
   kubetrain run --framework pytorch --replicas 2 --procs-per-replica 2 -- python train.py --steps 20
   kubetrain run job.yaml --detach && kubetrain logs -f <ID>
   kubetrain run job.yaml --backend k8s --dry-run=server
+  kubetrain run pytorchjob.yaml --backend k8s      # as written, where the training operator runs
 
 Output of every replica is merged with a [role-index] prefix. Ctrl-C cancels the job (a second
 Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input, 130 cancelled."""
@@ -76,7 +77,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "nothing runs. In the launch plan each process gets the top-level env plus its own; an env value "
         "written as a list is its pieces joined, {ref: NAME} standing for sharedValues.NAME",
     )
-    add_flavor(p, default=None, help_text="Kubernetes engine (default: jobset if the cluster serves it, else job)")
+    add_flavor(
+        p,
+        default=None,
+        help_text="Kubernetes engine (default: jobset where its controller runs, else job). A foreign file "
+        "(PyTorchJob, JobSet, Volcano Job, DeepSpeedJob, ...) whose kind the cluster serves is submitted as written, "
+        "for its own controller, unless a flavor is named or --convert is given",
+    )
+    p.add_argument(
+        "--convert",
+        action="store_true",
+        help="Kubernetes: convert a foreign file into a TrainJob and render it for a flavor, even where the cluster "
+        "runs its kind's controller (default there: the document as written, kubetrain's labels added)",
+    )
     p.add_argument("--framework", help=f"quick form: {'|'.join(FRAMEWORKS)}")
     p.add_argument("--replicas", type=int, help="quick form: number of replicas")
     p.add_argument("--procs-per-replica", help="quick form: processes per replica (a number or auto)")
@@ -135,7 +148,7 @@ def preload_modules(text: str | None) -> list[str] | None:
 def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
     """The job of this command line: its file (relative paths against the file's folder), or the quick form
     (against the current folder); with the Conversion of a foreign kind, for errors that name its fields."""
-    from ...jobspec import from_dict
+    from ...jobspec import SpecError, from_dict
     from ..options import load_job_source
 
     if args.file and args.command:
@@ -148,7 +161,19 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
                 f"{flags} only apply to the quick form; with a file use --set, e.g. --set spec.replicas=4", EXIT_USAGE
             )
         # a TrainJob, or a foreign kind converted
-        return load_job_source(args.file, overrides=args.overrides, document=args.document)
+        try:
+            return load_job_source(args.file, overrides=args.overrides, document=args.document)
+        except SpecError as exc:
+            # A foreign file kubetrain cannot convert may still run as written where the cluster runs its kind:
+            # the Kubernetes backend submits it then, and raises this error otherwise.
+            if backend_of(args) != "kubernetes" or args.convert or args.flavor:
+                raise
+            from ...foreign.loader import as_written_stand_in
+
+            stand_in = as_written_stand_in(args.file, exc, overrides=args.overrides, document=args.document)
+            if stand_in is None:
+                raise
+            return stand_in, None
     return from_dict(quick_document(args), overrides=args.overrides), None
 
 
@@ -156,7 +181,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     """What `run` adds to the backend's options: the local preload, the Kubernetes flavor."""
     if backend_of(args) == "local":
         return {"preload": preload_modules(args.preload)}
-    return {"flavor": args.flavor}
+    return {"flavor": args.flavor, "convert": args.convert}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -98,7 +98,10 @@ class Controllers:
         if engine == "trainingworkload":
             return self.emu.get(TRAININGWORKLOADS, name, self.ns)
         for plural in KUBEFLOW_PLURALS.values():
-            found = self.emu.find(plural, name, self.ns)
+            try:
+                found = self.emu.find(plural, name, self.ns)
+            except LookupError:  # a kind whose CRD this cluster does not have
+                continue
             if found is not None:
                 return found
         raise LookupError(name)
@@ -143,6 +146,9 @@ class Controllers:
                                    "jobset.sigs.k8s.io/job-index": str(j),
                                    "jobset.sigs.k8s.io/restart-attempt": str(attempt)}
                     template = copy.deepcopy(rj["template"])
+                    # JobSet's defaulting webhook: Indexed Jobs, pods restarted OnFailure unless the template says.
+                    template["spec"].setdefault("completionMode", "Indexed")
+                    template["spec"]["template"].setdefault("spec", {}).setdefault("restartPolicy", "OnFailure")
                     template["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(
                         jset_labels)
                     if self.emu.find("jobs", child, self.ns) is None:

@@ -139,7 +139,7 @@ class Store:
                 if key in self.available_crds and self.available_crds[key].path == src.path:
                     added.append(key)
                     continue
-                if src.name in taken and taken[src.name] != key or key in self.available_crds:
+                if (src.name in taken and taken[src.name] != key) or key in self.available_crds:
                     key = src.path.stem
                 self.available_crds[key] = src
                 added.append(key)

@@ -16,11 +16,12 @@ from typing import Any
 
 from ....contract.choices import BACKEND_ALIASES, BACKENDS
 from ....contract.errors import UsageError
-from ....contract.labels import FLAVOR_ANNOTATION
+from ....contract.labels import AS_WRITTEN_ANNOTATION, FLAVOR_ANNOTATION
 from ..client.resources import Resource
 from ..workload import annotations_of
 from . import job, jobset, kubeflow, volcano
-from .base import Features, Flavor, FlavorUnavailable
+from .base import Controller, Features, Flavor, FlavorUnavailable
+from .written import WRITTEN, written_kind, written_of
 
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (job.FLAVOR, jobset.FLAVOR, volcano.FLAVOR, kubeflow.FLAVOR)}
 """Every flavor, the default (`job`: needs nothing but Kubernetes) first."""
@@ -44,8 +45,12 @@ def get_flavor(flavor: str | Flavor) -> Flavor:
 
 
 def flavor_of(obj: Mapping[str, Any]) -> Flavor | None:
-    """The flavor a workload object belongs to: its kubetrain annotation, else its kind; None if none."""
-    named = FLAVORS.get(annotations_of(obj).get(FLAVOR_ANNOTATION) or "")
+    """The flavor a workload object belongs to: its kubetrain annotation, else its kind; None if none. A
+    document submitted as written is followed as its kind (`written`)."""
+    ann = annotations_of(obj)
+    if ann.get(AS_WRITTEN_ANNOTATION) == "true":
+        return written_of(obj)
+    named = FLAVORS.get(ann.get(FLAVOR_ANNOTATION) or "")
     if named is not None:
         return named
     return next((f for f in FLAVORS.values() if f.owns(obj)), None)
@@ -62,13 +67,17 @@ def lookup_order() -> list[Flavor]:
 
 
 def workload_resources() -> list[Resource]:
-    """Every flavor's workload kinds: known to a client without discovery."""
-    return [r for f in FLAVORS.values() for r in f.resources]
+    """Every flavor's workload kinds, and those of the kinds followed as written: known to a client without
+    discovery."""
+    out = [r for f in FLAVORS.values() for r in f.resources]
+    return out + [r for f in WRITTEN for r in f.resources if r not in out]
 
 
 __all__ = [
     "AUTO_ORDER",
     "FLAVORS",
+    "WRITTEN",
+    "Controller",
     "Features",
     "Flavor",
     "FlavorUnavailable",
@@ -77,4 +86,6 @@ __all__ = [
     "get_flavor",
     "lookup_order",
     "workload_resources",
+    "written_kind",
+    "written_of",
 ]

@@ -77,6 +77,29 @@ class Features:
 
 
 @dataclass(frozen=True)
+class Controller:
+    """The engine's controller, as a client can see that it is alive (:mod:`..liveness`) and tell a user
+    where to look when it is not."""
+
+    what: str
+    """How a person names it: "the JobSet controller"."""
+    namespaces: tuple[str, ...] = ()
+    """Where its install puts it, the usual first."""
+    deployments: tuple[str, ...] = ()
+    """Its Deployments there; each must have a ready replica (Volcano: the controllers and the scheduler). Their
+    leader-election Leases are the ones there whose holder is one of their pods (``<deployment>-<hash>-<id>_<uid>``,
+    controller-runtime's identity), so no Lease name needs knowing."""
+    builtin: bool = False
+    """Part of Kubernetes itself (the Job controller): alive wherever the API server is."""
+
+    def hint(self) -> str:
+        """Where to look: ``kubectl get pods -n jobset-system``."""
+        if self.builtin:
+            return "kubectl get pods -n kube-system"
+        return f"kubectl get pods -n {self.namespaces[0]}" if self.namespaces else "kubectl get pods -A"
+
+
+@dataclass(frozen=True)
 class Flavor:
     """One Kubernetes engine kubetrain renders for and drives. Subclassed once per flavor."""
 
@@ -102,6 +125,11 @@ class Flavor:
     gpu_share_resources: tuple[str, str, str] | None = None
     """HAMi's (count, memory, cores) resource names where the engine's own device plugin takes them
     (Volcano's vGPU); None: HAMi's own names."""
+    controller: Controller | None = None
+    """Its controller: how its liveness is seen, and what to tell when nothing acts on a job."""
+    as_written: bool = False
+    """A document of this kind submitted as its author wrote it (kubetrain's labels added, nothing rendered):
+    its pods carry the controller's labels only (:meth:`pod_selector`), its roles are the kind's own."""
 
     def __str__(self) -> str:
         return self.name
@@ -136,6 +164,18 @@ class Flavor:
     def resource_of(self, root: Mapping[str, Any]) -> Resource:
         """The resource of a workload object of this flavor."""
         return self.resources[0]
+
+    def pod_selector(self, name: str, root: Mapping[str, Any] | None = None) -> str:
+        """The label selector of the job's pods (kubetrain's job label on what kubetrain renders)."""
+        from ....contract.labels import JOB_LABEL
+        from ....contract.naming import label_value
+
+        return f"{JOB_LABEL}={label_value(name)}"
+
+    def pods_owned(self) -> bool:
+        """The job's pods are told by ownership (they carry no label naming the job): the selector is
+        ``pod_selector``'s, and only pods the root owns, directly or through one object it owns, are kept."""
+        return False
 
     # -- render ----------------------------------------------------------------------------------------
 
@@ -198,4 +238,4 @@ def root_first(workloads: Sequence[Mapping[str, Any]]) -> list[JSON]:
     return sorted((dict(w) for w in workloads), key=lambda o: (not is_root(o), meta(o).get("name", "")))
 
 
-__all__ = ["Features", "Flavor", "FlavorUnavailable", "role_of", "root_first"]
+__all__ = ["Controller", "Features", "Flavor", "FlavorUnavailable", "role_of", "root_first"]

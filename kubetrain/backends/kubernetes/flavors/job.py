@@ -32,7 +32,7 @@ from ..workload import (
     suspended_phase,
     true_condition,
 )
-from .base import Features, Flavor, role_of, root_first
+from .base import Controller, Features, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
     from ..capabilities import Capabilities
@@ -185,6 +185,7 @@ FLAVOR = JobFlavor(
     auto=1,
     features=Features(),
     replaced_pods_are_restarts=True,
+    controller=Controller("the Job controller (kube-controller-manager)", builtin=True),
 )
 
 __all__ = ["FLAVOR", "INDEX_ENV", "JobFlavor"]

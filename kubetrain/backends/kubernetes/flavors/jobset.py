@@ -26,7 +26,7 @@ from ..workload import (
     template_role,
     true_condition,
 )
-from .base import Features, Flavor
+from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
     from ..capabilities import Capabilities
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 API_VERSION = JOBSETS.api_version
 INDEX_ENV = "JOB_COMPLETION_INDEX"
+
+
+CONTROLLER = Controller("the JobSet controller", ("jobset-system",), ("jobset-controller-manager",))
+"""jobset's install (config/default, the Helm chart): the jobset-controller-manager Deployment in jobset-system."""
 
 
 class JobSetFlavor(Flavor):
@@ -171,6 +175,7 @@ FLAVOR = JobSetFlavor(
     install="the JobSet controller (https://jobset.sigs.k8s.io)",
     auto=0,
     features=Features(gang=True, gang_needs_kueue=True),
+    controller=CONTROLLER,
 )
 
 __all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "JOBSETS", "JobSetFlavor"]

@@ -38,7 +38,7 @@ from ..workload import (
     template_role,
     true_condition,
 )
-from .base import Features, Flavor, FlavorUnavailable
+from .base import Controller, Features, Flavor, FlavorUnavailable
 
 if TYPE_CHECKING:
     from ....frameworks import KubeflowKind
@@ -68,6 +68,11 @@ _TITLES = {"pytorch": "PyTorch", "deepspeed": "DeepSpeed", "tensorflow": "Tensor
 
 def replica_type(role: str) -> str:
     return _REPLICA_TYPES.get(role, role.capitalize())
+
+
+CONTROLLER = Controller("the Kubeflow training operator", ("kubeflow",), ("training-operator",))
+"""The training operator v1's install (manifests/overlays/standalone, Kubeflow's platform): the training-operator
+Deployment in kubeflow."""
 
 
 class KubeflowFlavor(Flavor):
@@ -230,6 +235,7 @@ FLAVOR = KubeflowFlavor(
                       clean_pod_policies=("All", "Running", "None"), gang=True, partial_gang=True,
                       every_framework=False),
     replaced_pods_are_restarts=True,
+    controller=CONTROLLER,
 )
 
 __all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "RESOURCES", "KubeflowFlavor", "replica_type"]

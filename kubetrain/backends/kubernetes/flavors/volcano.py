@@ -28,7 +28,7 @@ from ..workload import (
     paused_patch,
     template_role,
 )
-from .base import Features, Flavor
+from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
     from ..capabilities import Capabilities
@@ -54,6 +54,12 @@ _PHASES = {
     "Aborting": JobPhase.SUSPENDED,
     "Pending": JobPhase.PENDING,
 }
+
+
+CONTROLLER = Controller("Volcano's controllers and scheduler", ("volcano-system",),
+                        ("volcano-controllers", "volcano-scheduler"))
+"""Volcano's install (installer/volcano-development.yaml, the Helm chart): the job controller (which writes the
+job's state) and the scheduler (which places its pods, schedulerName volcano), both in volcano-system."""
 
 
 class VolcanoFlavor(Flavor):
@@ -208,6 +214,7 @@ FLAVOR = VolcanoFlavor(
                       kueue_queue=False),
     oversize_hint="the jobset flavor's objects do not grow with the replica count",
     gpu_share_resources=("volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"),
+    controller=CONTROLLER,
 )
 
 __all__ = ["API_VERSION", "COMMANDS", "FLAVOR", "INDEX_ENV", "PODGROUPS", "VOLCANO_JOBS", "VOLCANO_QUEUES",
