@@ -78,10 +78,14 @@ def test_client_dry_run_is_the_manifests_and_sends_nothing(emulated: Cluster) ->
     assert (result.job_id, result.backend, result.namespace, result.flavor) == ("dry", "kubernetes", "default",
                                                                                  "volcano")
     assert result.exit_code == 0 and result.status is None and result.dry_run is None
-    # no flavor named: the one the cluster would run (one discovery request), still nothing created
-    auto = emulated.backend().run(job, dry_run="client")
+    # no flavor named: the one the cluster would run (discovery, and reads that its controller is alive), still
+    # nothing created
+    emu.run_controller("jobset-system", "jobset-controller-manager")
+    emu.clear_requests()
+    auto = emulated.backend(liveness_ttl=0).run(job, dry_run="client")
     assert auto.flavor == "jobset" and auto.plan is not None and auto.plan["items"][0]["kind"] == "JobSet"
-    assert emu.count_requests() == 1 and emu.count_requests("GET", "^/apis$") == 1
+    assert emu.count_requests("GET", "^/apis$") == 1 and emu.count_requests("GET", "deployments") == 1
+    assert emu.count_requests() == emu.count_requests("GET")
     assert emu.objects("jobsets") == [] and emu.objects("jobs") == []
 
 

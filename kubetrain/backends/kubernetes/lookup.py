@@ -93,7 +93,9 @@ class Located:
     @property
     def pods(self) -> PodScope:
         """Where its pods are (a document submitted as written: where its controller puts them)."""
-        return pod_scope(self.flavor, meta(self.root).get("name") or self.name, self.root)
+        # A rendered job's pods carry its job label (its name); a document as written's, its own name.
+        own = meta(self.root).get("name") if self.flavor.as_written else None
+        return pod_scope(self.flavor, own or self.name, self.root)
 
 
 def ordered(workloads: Sequence[JSON]) -> list[JSON]:

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS, FLAVORS
-from ..options import add_overrides, relaxation_lines
+from ..options import add_cluster, add_overrides, open_backend_for, relaxation_lines
 from ..output import plural, say
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also check what this backend makes of the job: its refusals and warnings, all at once")
     p.add_argument("--flavor", choices=FLAVORS,
                    help="with --backend kubernetes: only this flavor (default: every flavor, saying which can run it)")
+    add_cluster(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +73,31 @@ def run(args: argparse.Namespace) -> int:
                     print(f"warning: {line}", file=sys.stderr)
             if backend is not None and not _check(backend, path, job, args.flavor, conversion, quiet=args.quiet):
                 failed += 1
+    if backend == "kubernetes" and not args.quiet:
+        _cluster_report(args)
     return 2 if failed else 0
+
+
+def _cluster_report(args: argparse.Namespace) -> None:
+    """With a cluster to ask (a kubeconfig: --kubeconfig, --context, $KUBECONFIG or ~/.kube/config): what it can run,
+    engine by engine, and which only have their CRDs. Validation needs no cluster: one not reached is a note."""
+    import os
+    from pathlib import Path
+
+    from ...backends.kubernetes.client.retry import RetryPolicy
+
+    home_config = (Path.home() / ".kube" / "config").is_file()
+    if not (args.kubeconfig or args.context or os.environ.get("KUBECONFIG") or home_config):
+        return
+    try:
+        with open_backend_for(args, retry=RetryPolicy(attempts=1)) as cluster:
+            lines = cluster.engines()  # type: ignore[attr-defined]
+    except Exception as exc:  # validation stands without a cluster
+        print(f"note: no cluster asked what it can run ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return
+    print("what this cluster can run:")
+    for line in lines:
+        print(f"  {line}")
 
 
 def _backend(args: argparse.Namespace) -> str | None:
