@@ -128,8 +128,9 @@ def test_without_crds_only_the_job_flavor_runs(kube_emulator: KubeEmulator, kube
 @pytest.mark.kube_crds("jobsets.jobset.x-k8s.io", "pytorchjobs.kubeflow.org")
 def test_auto_flavor_prefers_jobset_and_kubeflow_kinds_are_checked(kube_emulator: KubeEmulator,
                                                                    kube_config_file: Path) -> None:
-    b = KubernetesBackend(kubeconfig=kube_config_file, retry=FAST_RETRY)
+    b = KubernetesBackend(kubeconfig=kube_config_file, retry=FAST_RETRY, liveness_ttl=0)
     assert b.capabilities().flavors() == ["job", "jobset", "kubeflow"]
+    kube_emulator.run_controller("jobset-system", "jobset-controller-manager")  # served, and its controller alive
     sub = b.submit(from_dict(job_doc("auto")))
     assert sub.flavor == "jobset" and sub.root["kind"] == "JobSet"
     assert b.status("auto").phase.value == "Pending"
