@@ -82,7 +82,7 @@ def test_attached_run_prints_output_causes_and_the_end(emulated: Cluster) -> Non
     assert result.exit_code == 0 and result.status is not None and result.status.phase is JobPhase.SUCCEEDED
     lines = run.out.getvalue().splitlines()
     assert sorted(lines) == ["[worker-0] epoch 1 on worker-0", "[worker-1] epoch 1 on worker-1"]
-    assert [e for e in run.events if not e.startswith("warning: ")][0] == \
+    assert next(e for e in run.events if not e.startswith("warning: ")) == \
         "created job attached (jobset flavor) in namespace default: JobSet/attached"
     [pending] = [e for e in run.events if e.startswith("pending:")]
     assert "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. — hint: no node has enough free" in pending
