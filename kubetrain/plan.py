@@ -143,6 +143,10 @@ def plan(
     `launcher_procs`: kubetrain starts each of a replica's processes itself (local: no launcher importing
     torch); False leaves that to a launcher inside the replica (torchrun), as on Kubernetes.
     """
+    if job.unconverted is not None:
+        # A stand-in for a foreign document that can only be submitted as written (`TrainJob.with_source`):
+        # planning it would run its placeholder program and call that the user's job.
+        raise job.unconverted
     spec = job.spec
     job_name = name or job.name
     topology = topology or default_topology(job)

@@ -515,3 +515,43 @@ def test_an_unprocessed_pytorchjob_is_said_with_a_hint(kube_emulator: KubeEmulat
     lines = b.describe("torchrun-mnist").status_lines()
     assert any("NoController" in line and "--convert" in line for line in lines)
     b.close()
+
+
+ENTRYPOINT_ONLY = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: by-entrypoint}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - {name: pytorch, image: example.com/mnist:1.0, args: [--epochs, "1"]}
+"""
+
+
+def test_a_stand_in_is_never_planned_or_run_locally(tmp_path: Path) -> None:
+    """A stand-in for a document that can only be submitted as written holds a placeholder program; planning it
+    (which every backend but the as-written path does) must raise the conversion's error, never run the
+    placeholder and call that the user's job."""
+    from kubetrain.backends.local.backend import LocalBackend
+    from kubetrain.plan import plan
+
+    path = write(tmp_path, ENTRYPOINT_ONLY)
+    try:
+        load_job_file(path)
+    except SpecError as exc:
+        error = exc
+    else:  # kubetrain learnt to convert it: build the stand-in from any conversion error instead
+        error = SpecError("cannot be converted")
+    stand_in = as_written_stand_in(path, error)
+    assert stand_in is not None and stand_in.unconverted is error
+    with pytest.raises(SpecError) as raised:
+        plan(stand_in)
+    assert raised.value is error
+    with LocalBackend() as local:
+        with pytest.raises(SpecError):
+            local.run(stand_in, detach=True)
+        assert local.list() == []  # nothing was started, nor recorded
