@@ -123,6 +123,35 @@ def replica_counts(spec: JobSpec) -> dict[str, int]:
     return {**implied, **counts}
 
 
+def scaled(job: TrainJob, replicas: int) -> TrainJob:
+    """`job` with `replicas` workers: an elastic job scaled while it runs (`Backend.scale`). A `UsageError`
+    for a job that is not elastic, or a count outside [minReplicas, maxReplicas], naming the bounds."""
+    from .contract.errors import UsageError
+    from .jobspec import from_dict
+
+    elastic = job.spec.elastic
+    if elastic is None or not elastic.enabled:
+        raise UsageError(
+            f"job {job.name} is not elastic: only a job with spec.elastic (pytorch, deepspeed) changes its "
+            "number of replicas while it runs; change spec.replicas and run it again"
+        )
+    low, high = elastic.min_replicas, elastic.max_replicas
+    if low is None or high is None or not low <= replicas <= high:
+        raise UsageError(
+            f"--replicas {replicas} is outside the job's elastic bounds [{low}, {high}] "
+            f"(spec.elastic.minReplicas {low}, maxReplicas {high})"
+        )
+    data = job.to_dict()
+    spec = data["spec"]
+    spec.get("elastic", {}).pop("expectedReplicas", None)
+    roles = spec.get("roles")
+    if roles and "worker" in roles:
+        roles["worker"]["replicas"] = replicas
+    else:
+        spec["replicas"] = replicas
+    return from_dict(data).with_base_dir(job.base_dir)
+
+
 def default_topology(job: TrainJob, base_port: int = 29500) -> Topology:
     """127.0.0.1 with consecutive ports from `base_port`: deterministic, for previews. The local backend
     passes free ports instead."""

@@ -20,9 +20,12 @@ Decisions:
   run mode (up, but not running the user's command) is ``Running`` with reason
   :data:`REASON_DEBUG_HOLD`, as its pod would be; a new phase would only fork every
   count and table for a mode that is rare.
-- ``ReplicaStatus.restarts`` counts restarts of that replica alone (a container's
-  ``restartCount``); ``JobStatus.backoff_count`` counts restarts of the whole
-  group. They never overlap, so the RESTARTS column is their sum.
+- ``ReplicaStatus.restarts`` counts the times that replica was started again,
+  alone or with its group (a container's ``restartCount``: a gang restart restarts
+  every replica); ``JobStatus.backoff_count`` counts the restarts held against
+  ``backoffLimit`` (DeepSpeedJob's ``backoffCount``: gang restarts, and elastic
+  replicas replaced alone). The RESTARTS column is ``backoff_count`` where a
+  backend counts it, else the replicas' sum (a Job's pods restarted one by one).
 - Conditions are a history, oldest first: the local backend appends one per
   transition, and the current state of a type is its latest entry
   (:meth:`JobStatus.condition`).
@@ -51,6 +54,9 @@ REASON_OOM_KILLED = "OOMKilled"
 REASON_STOPPED = "Stopped"
 #: Reason of a replica a cancel stopped (its phase :attr:`ReplicaPhase.CANCELLED`).
 REASON_CANCELLED = "Cancelled"
+#: Reason of a running elastic job that has lost replicas and runs on with the others; its message says
+#: how many run ("1/2 replicas"), and its phase reads "Running (degraded: 1/2 replicas)".
+REASON_DEGRADED = "Degraded"
 
 
 class JobPhase(enum.StrEnum):
@@ -363,7 +369,20 @@ class JobStatus:
         return None
 
     def total_restarts(self) -> int:
-        return self.backoff_count + sum(r.restarts for r in self.replicas)
+        """The RESTARTS column: the restarts held against backoffLimit where the backend counts them (each
+        replica's own count includes them), else the sum of the replicas' restarts."""
+        return self.backoff_count or sum(r.restarts for r in self.replicas)
+
+    @property
+    def degraded(self) -> bool:
+        """A running elastic job that runs with fewer replicas than it has (`REASON_DEGRADED`)."""
+        return self.phase is JobPhase.RUNNING and self.reason == REASON_DEGRADED
+
+    def phase_text(self) -> str:
+        """The phase as people read it: "Running (degraded: 1/2 replicas)" for a degraded elastic job."""
+        if self.degraded:
+            return f"{self.phase} (degraded: {self.message or 'replicas lost'})"
+        return str(self.phase)
 
     def replicas_column(self) -> str:
         """The REPLICAS column, "2/2": running/total while live, succeeded/total once finished."""
@@ -376,8 +395,8 @@ class JobStatus:
 
     def summary_line(self) -> str:
         """One line for progress output: "demo-x7k2 Failed (BackoffLimitExceeded): worker-1 exited ..."."""
-        text = f"{self.job_id} {self.phase}"
-        if self.reason:
+        text = f"{self.job_id} {self.phase_text()}"
+        if self.reason and not self.degraded:
             text += f" ({self.reason})"
         if self.first_failure is not None and self.phase is JobPhase.FAILED:
             detail = self.first_failure.headline()

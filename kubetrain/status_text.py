@@ -83,7 +83,7 @@ def format_table(statuses: Iterable[JobStatus], wide: bool = False, now: float |
     for s in statuses:
         row = [
             s.job_id,
-            str(s.phase),
+            s.phase_text(),
             s.replicas_column(),
             str(s.total_restarts()),
             _age_since(s.created_at, now),
@@ -123,7 +123,7 @@ def format_describe(status: JobStatus, now: float | None = None) -> str:
     if s.namespace is not None:
         fields.append(("Namespace", s.namespace))
     fields += [
-        ("Phase", str(s.phase)),
+        ("Phase", s.phase_text()),
         ("Reason", _or_none(s.reason)),
         ("Message", _or_none(s.message)),
         ("Restarts", restarts),

@@ -287,6 +287,13 @@ class Backend(Protocol):
 
     def resume(self, job_id: str) -> JobStatus: ...
 
+    def scale(self, job_id: str, replicas: int) -> JobStatus:
+        """Change the number of workers of an elastic job while it runs, within [minReplicas, maxReplicas]
+        (a `UsageError` naming them otherwise): the replicas added join the rendezvous, those removed (the
+        highest indexes) are stopped gracefully. Refused, with the reason, for a job that is not elastic or
+        a workload whose engine cannot change its size."""
+        ...
+
     def delete(self, job_id: str) -> None: ...
 
     def close(self) -> None: ...

@@ -29,6 +29,7 @@ COMMANDS: dict[str, Command] = {
     "delete": Command("delete", "Delete jobs and their logs (cancels them first if running)."),
     "suspend": Command("suspend", "Suspend jobs: stop their replicas, keep the job to resume later."),
     "resume": Command("resume", "Resume suspended or paused jobs (runMode Pause)."),
+    "scale": Command("scale", "Change the number of workers of a running elastic job (within its min and max)."),
     "attach": Command(
         "attach", "Open a shell in a replica's environment (runMode Debug: run the held program by hand)."
     ),

@@ -744,16 +744,10 @@ class LocalBackend:
         self._start_detached(job_id)
         return self._status(job_id)
 
-    def _prepare_resume(self, job_id: str) -> None:
-        """A Suspended job made ready to start again: a fresh launch record, phase Pending."""
-        status = self._status(job_id)
-        if status.phase is not JobPhase.SUSPENDED:
-            raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
-        from ...jobspec import from_dict
-
-        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
+    def _replan(self, job_id: str, job: TrainJob) -> LaunchRecord:
+        """A new launch record of a stored job (resumed, or scaled): new ports, the same folders and preloaded
+        modules, and this machine's verdict again (its GPUs may have changed; a refusal changes nothing)."""
         old = self._stored_record(job_id)
-        job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
         cwd = old.cwd if old is not None else None
         base_dir = Path(cwd) if cwd is not None else base_dir_of(job)
         # The same folders as before, each role's as recorded (a record stored before roles had their own
@@ -769,7 +763,7 @@ class LocalBackend:
             raise LocalRefusal(missing)
         # New ports (the old ones may be taken by now); the same folders and preloaded modules.
         files_dir = self.store.log_dir(job_id) / "files"
-        fresh = LaunchRecord.from_plan(
+        return LaunchRecord.from_plan(
             local_plan(job, job_id, files_dir),
             cwd=cwd,
             role_cwds=folders,
@@ -777,6 +771,52 @@ class LocalBackend:
             fit=fit,
             metrics_dir=metrics_dir_of(files_dir),
         )
+
+    def scale(self, job_id: str, replicas: int) -> JobStatus:
+        """Change the number of workers of a running elastic job: the replicas added start and join the
+        rendezvous, those removed (the highest indexes) are stopped gracefully. A `UsageError` naming the
+        bounds outside [minReplicas, maxReplicas] or for a job that is not elastic."""
+        from ...jobspec import from_dict
+        from ...plan import scaled
+
+        job_id = self._resolve(job_id)
+        status = self._status(job_id)
+        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
+        job = scaled(job, replicas)  # the bounds first: a wrong count is wrong whatever the job's state
+        if status.phase.is_terminal:
+            raise LocalError(f"job {job_id} has already ended ({status.phase.value}): there is nothing to scale")
+        record = self._replan(job_id, job)
+        old = self._stored_record(job_id)
+        if old is not None and len(old.replicas) == len(record.replicas):
+            return status
+        self.store.set_spec_json(job_id, json.dumps(job.to_dict()))
+        self.store.set_plan_json(job_id, record.to_json())
+        self.store.add_replicas(job_id, [(r.role, r.index) for r in record.replicas])
+        if status.phase is JobPhase.SUSPENDED:
+            # Nothing runs: resume starts the new count.
+            if old is not None:
+                kept = {r.key for r in record.replicas}
+                self.store.remove_replicas(job_id, [(r.role, r.index) for r in old.replicas if r.key not in kept])
+            return self._status(job_id)
+        self.store.add_request(job_id, RequestKind.SCALE)
+        pid = self.store.live_supervisor_pid(job_id)
+        state = read_state(state_path(self.store, job_id))
+        # SIGUSR1 wakes a supervisor that has its handlers (one that polls reads the request by itself).
+        if pid is not None and state is not None and state.pid == pid and state.signals and state.supervising:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        return self._status(job_id)
+
+    def _prepare_resume(self, job_id: str) -> None:
+        """A Suspended job made ready to start again: a fresh launch record, phase Pending."""
+        status = self._status(job_id)
+        if status.phase is not JobPhase.SUSPENDED:
+            raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
+        from ...jobspec import from_dict
+
+        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
+        job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
+        fresh = self._replan(job_id, job)
         self.store.set_plan_json(job_id, fresh.to_json())
         # This process takes the job over from the supervisor that suspended it before the job is Pending
         # again: until the new supervisor records itself, a look at the job must see someone alive starting

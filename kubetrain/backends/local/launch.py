@@ -68,6 +68,28 @@ class RoleCount(NamedTuple):
 
 
 @dataclass(frozen=True)
+class ElasticRange:
+    """An elastic job's bounds (`spec.elastic`): its replicas are torchrun agents of one rendezvous, and the
+    job keeps running while at least `min_replicas` of them live; `role`'s count may change while it runs."""
+
+    min_replicas: int
+    max_replicas: int
+    role: str = "worker"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"minReplicas": self.min_replicas, "maxReplicas": self.max_replicas, "role": self.role}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ElasticRange:
+        return cls(int(data["minReplicas"]), int(data["maxReplicas"]), str(data.get("role") or "worker"))
+
+
+RENDEZVOUS_FILE = "rendezvous"
+"""An elastic job's rendezvous store locally: a file in the job's folder (torch's c10d FileStore), which
+outlives every replica. A TCP store is hosted by one agent, and its loss would end the rendezvous with it."""
+
+
+@dataclass(frozen=True)
 class LaunchRecord:
     """Everything the supervisor needs to run a job, and `attach` to stand in for one of its replicas."""
 
@@ -96,6 +118,15 @@ class LaunchRecord:
     cluster: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Role → its replicas' `host:port` addresses: stored once, and referred to by the env values that list
     them (TF_CONFIG's cluster), so the stored record does not grow with the square of the replica count."""
+    elastic: ElasticRange | None = None
+    """An elastic job's bounds: a lost replica is replaced alone, the job scales in them (None: a gang)."""
+
+    @property
+    def rendezvous_path(self) -> str | None:
+        """An elastic job's rendezvous file (`RENDEZVOUS_FILE`), emptied before each gang start."""
+        if self.elastic is None or not self.files_dir:
+            return None
+        return os.path.join(os.path.dirname(self.files_dir), RENDEZVOUS_FILE)
 
     @classmethod
     def from_plan(
@@ -119,11 +150,16 @@ class LaunchRecord:
             warnings += notes
         spec = plan.job.spec
         machine_env = fit.replica_env if fit is not None else {}
+        elastic = None
+        if spec.elastic is not None and spec.elastic.enabled:
+            assert spec.elastic.min_replicas is not None and spec.elastic.max_replicas is not None
+            elastic = ElasticRange(spec.elastic.min_replicas, spec.elastic.max_replicas)
+        rendezvous = os.path.join(os.path.dirname(plan.files_dir), RENDEZVOUS_FILE) if elastic else None
         return cls(
             job_id=plan.name,
             framework=spec.framework.value,
             replicas=tuple(
-                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {}), metrics_dir)
+                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {}), metrics_dir, rendezvous)
                 for r in plan.replicas
             ),
             files=dict(plan.files),
@@ -136,6 +172,7 @@ class LaunchRecord:
             run_mode=spec.run_mode,
             warnings=tuple(dict.fromkeys(warnings)),
             cluster={role: tuple(plan.topology.addresses(role)) for role in plan.topology.roles},
+            elastic=elastic,
         )
 
     @property
@@ -214,6 +251,7 @@ class LaunchRecord:
             "cwd": self.cwd,
             **({"roleCwd": dict(self.role_cwds)} if self.role_cwds else {}),
             "preload": list(self.preload),
+            **({"elastic": self.elastic.to_dict()} if self.elastic is not None else {}),
         }
 
     @classmethod
@@ -252,6 +290,7 @@ class LaunchRecord:
             run_mode=str(data.get("runMode") or "Immediate"),
             warnings=tuple(data.get("warnings") or ()),
             cluster={str(k): tuple(str(a) for a in v) for k, v in (data.get("cluster") or {}).items()},
+            elastic=ElasticRange.from_dict(data["elastic"]) if data.get("elastic") else None,
         )
 
     def to_json(self) -> str:
@@ -395,6 +434,7 @@ def _replica(
     user_env: Sequence[UserVar],
     machine_env: Mapping[str, str],
     metrics_dir: str | None = None,
+    rendezvous: str | None = None,
 ) -> LaunchReplica:
     # Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike.
     pod_fields = {
@@ -408,9 +448,19 @@ def _replica(
         base = {**p.env, **machine_env}
         if metrics_dir is not None:  # a file per process: ranks never share one (the user's env may override)
             base[env_names.METRICS_FILE] = os.path.join(metrics_dir, f"{p.key}.jsonl")
-        processes.append(LaunchProcess(p.key, tuple(p.argv), {**base, **expand_user_env(user_env, base, pod_fields)},
-                                       p.local_rank))
+        env = {**base, **expand_user_env(user_env, base, pod_fields)}
+        if rendezvous is not None and env.get("PET_RDZV_BACKEND") == "c10d":
+            env.update(file_rendezvous(env, rendezvous))
+        processes.append(LaunchProcess(p.key, tuple(p.argv), env, p.local_rank))
     return LaunchReplica(replica.role, replica.index, replica.host, tuple(processes))
+
+
+def file_rendezvous(env: Mapping[str, str], path: str) -> dict[str, str]:
+    """torchrun's c10d rendezvous kept in a file (`RENDEZVOUS_FILE`) instead of a TCP store that the first
+    agent hosts: losing that agent (replica 0) would end the rendezvous for every survivor. The user's own
+    rendezvous options (PET_RDZV_CONF: timeouts, keep-alive) are kept; only the store is set."""
+    options = [o for o in env.get("PET_RDZV_CONF", "").split(",") if o and not o.startswith("store_type=")]
+    return {"PET_RDZV_ENDPOINT": path, "PET_RDZV_CONF": ",".join(["store_type=file", *options])}
 
 
 # -- what this machine makes of the fields a process does not get through its env -------------------------

@@ -400,6 +400,60 @@ class ProcessGroup:
         self._flush()
         return started
 
+    def add(self, specs: Sequence[LaunchSpec]) -> dict[str, tuple[int, int]]:
+        """Spawn more replicas beside the running ones (an elastic job's replacement, or a scale up); a spec
+        whose key the group knows replaces that replica's spec, which must not be running. Spawned the
+        ordinary way, never by the preload server (whose set-up was made for the group's first start).
+
+        Returns key -> (pid, start time) of those that started, as :meth:`start`.
+        """
+        if self._closed:
+            raise RuntimeError("process group is closed")
+        busy = sorted(s.key for s in specs if s.key in self.running())
+        if busy:
+            raise RuntimeError(f"replicas still running: {busy}")
+        keys = {s.key for s in specs}
+        self._specs = self._check_specs([s for s in self._specs if s.key not in keys] + list(specs))
+        self._ensure_watchdog()
+        prefix = _pdeathsig_prefix()
+        if self._sink is not None:
+            self._sink.add_keys([s.key for s in specs])
+        logs = [self._log_writer(spec) for spec in specs]
+        started: dict[str, tuple[int, int]] = {}
+        for spec, log in zip(specs, logs, strict=True):
+            old = self._replicas.get(spec.key)
+            if old is not None:
+                self._close_log(old)
+            r = self._spawn(spec, log, prefix, None)
+            if r.live:
+                started[spec.key] = (r.pid, r.start_time)
+        self._flush()
+        return started
+
+    def stop(self, keys: Iterable[str], grace: float = 5.0) -> list[ExitEvent]:
+        """Stop some replicas and leave the rest running (an elastic job scaled down): SIGTERM, up to
+        ``grace`` seconds with output pumped, then SIGKILL. Returns their exits; the exits of other replicas
+        seen meanwhile stay for the next :meth:`wait_exit`. Their specs leave the group."""
+        wanted = set(keys)
+        targets = [r for k, r in self._replicas.items() if k in wanted and r.live]
+        for r in targets:
+            self._killpg(r, signal.SIGTERM)
+        deadline = time.monotonic() + max(0.0, grace)
+        while any(r.live for r in targets) and (left := deadline - time.monotonic()) > 0:
+            self._round(left)
+        stubborn = [r for r in targets if r.live]
+        if stubborn:
+            for r in stubborn:
+                self._killpg(r, signal.SIGKILL)
+            signal_tagged(self.token, signal.SIGKILL, [r.serial for r in stubborn])
+            deadline = time.monotonic() + _KILL_WAIT
+            while any(r.live for r in stubborn) and (left := deadline - time.monotonic()) > 0:
+                self._round(left)
+        self._specs = [s for s in self._specs if s.key not in wanted]
+        mine = [e for e in self._pending if e.key in wanted]
+        self._pending = [e for e in self._pending if e.key not in wanted]
+        return mine
+
     def wait_exit(self, timeout: float | None = None) -> list[ExitEvent]:
         """Pump output until at least one replica exits; return those exits.
 

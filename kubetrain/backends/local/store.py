@@ -99,6 +99,9 @@ class RequestKind(enum.StrEnum):
     CANCEL = "cancel"
     SUSPEND = "suspend"
     RESUME = "resume"
+    SCALE = "scale"
+    """An elastic job's launch record changed its replica count (`LocalBackend.scale`): start or stop the
+    difference. The supervisor is woken with SIGUSR1, which, unlike SIGTERM, never means cancel."""
 
 
 @dataclass(frozen=True)
@@ -773,6 +776,11 @@ class JobStore:
             _check_json("plan_json", plan_json)
         self._update_job(job_id, "plan_json = ?", (plan_json,))
 
+    def set_spec_json(self, job_id: str, spec_json: str) -> None:
+        """Replace the job's spec (an elastic job scaled: `resume` and `describe` then see its new size)."""
+        _check_json("spec_json", spec_json)
+        self._update_job(job_id, "spec_json = ?", (spec_json,))
+
     def get_spec_json(self, job_id: str) -> str:
         return str(self._job_column(job_id, "spec_json"))
 
@@ -894,6 +902,31 @@ class JobStore:
                     0
                 ]
             )
+
+    def add_replicas(self, job_id: str, replicas: Sequence[tuple[str, int]]) -> None:
+        """Record more replicas of a running job (an elastic job scaled up), Pending, after the others;
+        those it has already are left as they are."""
+        with self._tx(write=True) as conn:
+            if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
+                raise JobNotFoundError(f"no job {job_id!r}")
+            pos = int(conn.execute("SELECT COALESCE(MAX(pos), -1) FROM replicas WHERE job_id = ?",
+                                   (job_id,)).fetchone()[0])
+            for role, index in replicas:
+                _check_role(role)
+                if conn.execute("SELECT 1 FROM replicas WHERE job_id = ? AND role = ? AND idx = ?",
+                                (job_id, role, index)).fetchone() is not None:
+                    continue
+                pos += 1
+                conn.execute(
+                    "INSERT INTO replicas (job_id, role, idx, pos, phase, log_path) VALUES (?, ?, ?, ?, ?, ?)",
+                    (job_id, role, index, pos, str(ReplicaPhase.PENDING), str(self.log_path(job_id, role, index))),
+                )
+
+    def remove_replicas(self, job_id: str, replicas: Sequence[tuple[str, int]]) -> None:
+        """Forget replicas a running job no longer has (an elastic job scaled down; their logs stay)."""
+        with self._tx(write=True) as conn:
+            conn.executemany("DELETE FROM replicas WHERE job_id = ? AND role = ? AND idx = ?",
+                             [(job_id, role, index) for role, index in replicas])
 
     def replica_records(self, job_id: str) -> list[ReplicaRecord]:
         """Pids, their start times and log files, in plan order: for signalling and reading logs."""
