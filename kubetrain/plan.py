@@ -123,6 +123,17 @@ def replica_counts(spec: JobSpec) -> dict[str, int]:
     return {**implied, **counts}
 
 
+def check_scale(replicas: int, low: int, high: int) -> None:
+    """A `UsageError` naming the bounds when `replicas` is outside an elastic job's [low, high]."""
+    from .contract.errors import UsageError
+
+    if not low <= replicas <= high:
+        raise UsageError(
+            f"--replicas {replicas} is outside the job's elastic bounds [{low}, {high}] "
+            f"(spec.elastic.minReplicas {low}, maxReplicas {high})"
+        )
+
+
 def scaled(job: TrainJob, replicas: int) -> TrainJob:
     """`job` with `replicas` workers: an elastic job scaled while it runs (`Backend.scale`). A `UsageError`
     for a job that is not elastic, or a count outside [minReplicas, maxReplicas], naming the bounds."""
@@ -135,12 +146,8 @@ def scaled(job: TrainJob, replicas: int) -> TrainJob:
             f"job {job.name} is not elastic: only a job with spec.elastic (pytorch, deepspeed) changes its "
             "number of replicas while it runs; change spec.replicas and run it again"
         )
-    low, high = elastic.min_replicas, elastic.max_replicas
-    if low is None or high is None or not low <= replicas <= high:
-        raise UsageError(
-            f"--replicas {replicas} is outside the job's elastic bounds [{low}, {high}] "
-            f"(spec.elastic.minReplicas {low}, maxReplicas {high})"
-        )
+    assert elastic.min_replicas is not None and elastic.max_replicas is not None  # Elastic checked them
+    check_scale(replicas, elastic.min_replicas, elastic.max_replicas)
     data = job.to_dict()
     spec = data["spec"]
     spec.get("elastic", {}).pop("expectedReplicas", None)

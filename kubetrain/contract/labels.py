@@ -23,6 +23,8 @@ FLAVOR_ANNOTATION = "kubetrain.dev/flavor"
 AS_WRITTEN_ANNOTATION = "kubetrain.dev/as-written"
 """On a foreign document kubetrain submitted as its author wrote it (nothing rendered): `"true"`."""
 PAUSED_ANNOTATION = "kubetrain.dev/paused"
+ELASTIC_ANNOTATION = "kubetrain.dev/elastic"
+"""On an elastic role's workload object: its bounds, "MIN:MAX" (spec.elastic), which `kubetrain scale` keeps to."""
 
 NODE_POOL_LABEL = "kubetrain.dev/node-pool"
 """Default node label of `spec.scheduling.nodePools`."""
@@ -41,6 +43,7 @@ INDEX_KEYS = (
 
 __all__ = [
     "AS_WRITTEN_ANNOTATION",
+    "ELASTIC_ANNOTATION",
     "FLAVOR_ANNOTATION",
     "INDEX_KEYS",
     "INDEX_LABEL",

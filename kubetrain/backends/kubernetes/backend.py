@@ -492,6 +492,18 @@ class KubernetesBackend:
     def resume(self, job_id: str) -> JobStatus:
         return self._set_suspended(job_id, False)
 
+    def scale(self, job_id: str, replicas: int) -> JobStatus:
+        """An elastic job's workers, changed while it runs, each flavor's way (`Flavor.scale`): an Indexed
+        Job's completions and parallelism together (job), a Kubeflow job's Worker replicas; jobset and
+        volcano refuse, saying why."""
+        loc = self._locate(job_id, None)
+        pods = job_pods(self.kube, loc.name, loc.namespace)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
+        if status.phase.is_terminal:
+            raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value}): there is nothing to scale")
+        loc.flavor.scale(self.kube, loc, replicas)
+        return self.status_in(loc.name, loc.namespace, explain=False)
+
     def _set_suspended(self, name: str, suspend: bool) -> JobStatus:
         loc = self._locate(name, None)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)

@@ -69,6 +69,17 @@ def child_pod(owner: dict[str, Any], name: str, template: dict[str, Any], extra_
     }
 
 
+def indexes_of(text: str | None) -> set[int]:
+    """A Job status's index list ("1,3-5") as a set."""
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
 class Controllers:
     """What the engines' controllers do, played on the emulator: pods for every replica, and the
     workload's status once the caller decides how the job ended."""
@@ -340,6 +351,81 @@ class Controllers:
                      {"type": outcome, "status": "True", "reason": reason or f"Job{outcome}",
                       "message": message or f"job {rname} {outcome.lower()}", "lastTransitionTime": t}]
             self.emu.patch_status(plural, rname, {"conditions": conds}, self.ns)
+
+    def job_pod_failed(self, pod_name: str, exit_code: int) -> dict[str, Any]:
+        """A pod of a batch/v1 Job fails with ``exit_code`` (``137``: its main process was SIGKILLed, as when a
+        node loses it), and the Job controller does what Kubernetes' does with it, in its order:
+
+        1. ``podFailurePolicy``: the first rule matching the exit code (``onExitCodes``, operators In and
+           NotIn) acts: ``FailJob`` fails the Job, ``FailIndex`` fails the pod's index, ``Ignore`` recreates the
+           pod without counting it, ``Count`` counts it as the default does.
+        2. ``backoffLimitPerIndex`` set: the failure is its index's; the index's pod is recreated while the
+           index has failed at most that many times (the count in the pod annotation
+           ``batch.kubernetes.io/job-index-failure-count``), else the index is failed (``status.failedIndexes``)
+           and the other indexes run on; ``maxFailedIndexes`` exceeded fails the Job.
+        3. Otherwise ``backoffLimit``: the Job fails (``BackoffLimitExceeded``) once more pods failed than it
+           allows, else the pod is recreated.
+
+        A failed Job's running pods are deleted. Returns the Job as it is afterwards."""
+        pod = self.emu.set_pod_phase(self.ns, pod_name, "Failed", exit_code=exit_code, reason="Error")
+        job_name = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        job = self.emu.get("jobs", job_name, self.ns)
+        spec, status = job["spec"], dict(job.get("status") or {})
+        index = int(pod["metadata"]["annotations"].get("batch.kubernetes.io/job-completion-index", "0"))
+        action = "Count"
+        for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+            codes = rule.get("onExitCodes")
+            if codes is None:
+                continue  # onPodConditions: a failed container is no pod condition
+            inside = exit_code in codes.get("values", [])
+            if inside == (codes.get("operator") == "In"):
+                action = rule["action"]
+                break
+        failures = int(pod["metadata"]["annotations"].get("batch.kubernetes.io/job-index-failure-count", "0"))
+        if action != "Ignore":
+            status["failed"] = int(status.get("failed") or 0) + 1
+            failures += 1
+        per_index = spec.get("backoffLimitPerIndex")
+        fail_job: tuple[str, str] | None = None
+        recreate = action == "Ignore"
+        if action == "FailJob":
+            fail_job = ("PodFailurePolicy", f"Pod {self.ns}/{pod_name} has condition matching FailJob rule")
+        elif per_index is not None:
+            if action == "FailIndex" or failures > per_index:
+                failed = indexes_of(status.get("failedIndexes")) | {index}
+                status["failedIndexes"] = ",".join(str(i) for i in sorted(failed))
+                most = spec.get("maxFailedIndexes")
+                if most is not None and len(failed) > most:
+                    fail_job = ("MaxFailedIndexesExceeded", "Job has exceeded the specified maximal number of "
+                                "failed indexes")
+            else:
+                recreate = True
+        elif action == "FailIndex":
+            fail_job = ("PodFailurePolicy", "FailIndex needs backoffLimitPerIndex")
+        elif status["failed"] > int(spec.get("backoffLimit", 6)):
+            fail_job = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        else:
+            recreate = True
+        self.emu.patch_status("jobs", job_name, status, self.ns)
+        if fail_job is not None:
+            self.conclude_job(job_name, *fail_job)
+        elif recreate:
+            for new in self.emu.create_job_pods(self.ns, job_name, indexes=[index]):
+                annotations = {**new["metadata"]["annotations"],
+                               "batch.kubernetes.io/job-index-failure-count": str(failures)}
+                new["metadata"]["annotations"] = annotations
+                self.emu.update(new)
+        return self.emu.get("jobs", job_name, self.ns)
+
+    def conclude_job(self, job_name: str, reason: str, message: str) -> None:
+        """One batch/v1 Job fails: FailureTarget and Failed conditions, its running pods deleted."""
+        t = now()
+        for pod in self.emu.objects("pods", self.ns, label_selector=f"batch.kubernetes.io/job-name={job_name}"):
+            if pod["status"].get("phase") in ("Pending", "Running"):
+                self.emu.delete("pods", pod["metadata"]["name"], self.ns)
+        conds = [{"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": t}
+                 for kind in ("FailureTarget", "Failed")]
+        self.emu.patch_status("jobs", job_name, {"conditions": conds}, self.ns)
 
     def podgroup_unschedulable(self, name: str, message: str) -> None:
         """Volcano's scheduler: the gang cannot be placed."""

@@ -477,10 +477,14 @@ def check_update(group: str, plural: str, old: dict[str, Any], new: dict[str, An
         # Kubernetes lets a suspended Job's template change (scheduling directives); allowed here wholesale.
         if o.get("template") != n.get("template") and not (o.get("suspend") and n.get("suspend")):
             out.append(_invalid("spec.template", "...", "field is immutable"))
-        if o.get("completions") != n.get("completions") and not (
-            n.get("completionMode") == "Indexed" and n.get("completions") == n.get("parallelism")
-        ):
-            out.append(_invalid("spec.completions", n.get("completions"), "field is immutable"))
+        # Elastic Indexed Jobs (Kubernetes >= 1.27, validateCompletions): an Indexed Job's completions may
+        # change to a value equal to the (new) parallelism; a NonIndexed Job's completions never change.
+        if o.get("completions") != n.get("completions"):
+            if n.get("completionMode") != "Indexed":
+                out.append(_invalid("spec.completions", n.get("completions"), "field is immutable"))
+            elif n.get("completions") is not None and n.get("completions") != n.get("parallelism"):
+                out.append(_invalid("spec.completions", n.get("completions"),
+                                    "can only be modified in tandem with spec.parallelism"))
         return out
     elif (group, plural) == ("", "services") and o.get("clusterIP") and o.get("clusterIP") != n.get("clusterIP"):
         return [_invalid("spec.clusterIP", n.get("clusterIP"), "field is immutable")]

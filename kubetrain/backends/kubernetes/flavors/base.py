@@ -216,6 +216,11 @@ class Flavor:
         """Stop the job's pods and keep the job (`suspend`), or start them again."""
         raise KubernetesError(f"job {job.name}: cannot {'suspend' if suspend else 'resume'} a {self.name} job")
 
+    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+        """Change an elastic job's number of workers while it runs (default: refused, saying why)."""
+        raise KubernetesError(f"job {job.name}: a {self.name} job cannot change its number of workers while it runs; "
+                              "the job and kubeflow flavors can")
+
     def keeps_finished_pods(self, root: Mapping[str, Any]) -> bool:
         """Whether a cancel keeps the pods that have finished (for their logs)."""
         return False

@@ -14,9 +14,10 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ....contract.labels import ELASTIC_ANNOTATION
 from ....contract.naming import dns1035_label
 from ....status import Condition, JobPhase
-from ..client.errors import ApiError
+from ..client.errors import ApiError, KubernetesError
 from ..client.resources import JOBS
 from ..workload import (
     JSON,
@@ -137,6 +138,22 @@ class JobFlavor(Flavor):
                 patch.update(paused_patch(suspend))
             kube.merge_patch(JOBS, meta(obj)["name"], job.namespace, patch)
 
+    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+        """An elastic worker Job's completions and parallelism, patched together: the API server (>= 1.27)
+        lets an Indexed Job change its completions only so. New indexes get pods whose agents join the
+        rendezvous; the highest indexes' pods are removed (SIGTERM, then their grace period)."""
+        from ....plan import check_scale
+
+        worker = next((w for w in job.workloads if role_of(w) == "worker"), None)
+        bounds = (meta(worker).get("annotations") or {}).get(ELASTIC_ANNOTATION) if worker is not None else None
+        if worker is None or not bounds:
+            raise KubernetesError(f"job {job.name} is not elastic (no spec.elastic when it was submitted): its "
+                                  "Jobs' sizes are fixed; change spec.replicas and run it again")
+        low, _, high = bounds.partition(":")
+        check_scale(replicas, int(low), int(high))
+        kube.merge_patch(JOBS, meta(worker)["name"], job.namespace,
+                         {"spec": {"completions": replicas, "parallelism": replicas}})
+
     def stop_hosts(self, kube: Kube, namespace: str, workloads: Sequence[Mapping[str, Any]]) -> None:
         """Once the root Job has ended, the other roles' Jobs (hosting a launcher's processes, parameter
         servers) would run on: suspend them (their pods go, their record stays)."""
@@ -150,7 +167,13 @@ class JobFlavor(Flavor):
 
 def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
-    from ..render.policy import pod_failure_policy, role_restarts, suspended
+    from ..render.policy import (
+        elastic_annotation,
+        elastic_index_policy,
+        pod_failure_policy,
+        role_restarts,
+        suspended,
+    )
 
     policy = ctx.spec.run_policy
     spec: dict[str, Any] = {
@@ -160,6 +183,10 @@ def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
         "backoffLimit": role_restarts(ctx, view.role),  # the role's restartPolicy Never: 0
         "podFailurePolicy": pod_failure_policy(ctx, view.role),
     }
+    elastic = elastic_index_policy(ctx, view.role)
+    if elastic:  # a lost pod is its index's failure alone, retried per index: the job runs on without it
+        del spec["backoffLimit"]
+        spec.update(elastic)
     if policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
     if policy.ttl_seconds_after_finished is not None:
@@ -168,12 +195,10 @@ def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
         spec["suspend"] = True
     style = PodStyle(index_env=INDEX_ENV, subdomain=ctx.layout.service)
     spec["template"] = pod_template(ctx, view, style)
-    return {
-        "apiVersion": JOBS.api_version,
-        "kind": JOBS.kind,
-        "metadata": ctx.metadata(f"{ctx.layout.base}-{view.role}", view.role, queue_label=True),
-        "spec": spec,
-    }
+    metadata = ctx.metadata(f"{ctx.layout.base}-{view.role}", view.role, queue_label=True)
+    if elastic:
+        metadata["annotations"] = {**metadata.get("annotations", {}), **elastic_annotation(ctx)}
+    return {"apiVersion": JOBS.api_version, "kind": JOBS.kind, "metadata": metadata, "spec": spec}
 
 
 FLAVOR = JobFlavor(

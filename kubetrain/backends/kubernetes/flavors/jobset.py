@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....contract.naming import dns1035_label
 from ....status import JobPhase
+from ..client.errors import KubernetesError
 from ..client.resources import Resource
 from ..workload import (
     EngineState,
@@ -87,6 +88,15 @@ class JobSetFlavor(Flavor):
             "spec": spec,
         }]
 
+    # -- control: scale -------------------------------------------------------------------------------
+
+    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+        raise KubernetesError(
+            f"job {job.name}: a JobSet's replicatedJobs cannot change once created (the JobSet webhook refuses "
+            "it), so a jobset job keeps its number of workers; it still survives a lost worker pod, which its "
+            "worker Job recreates alone. The job and kubeflow flavors scale"
+        )
+
     # -- status ----------------------------------------------------------------------------------------
 
     def roles(self, workloads: Sequence[Mapping[str, Any]]) -> list[RoleInfo]:
@@ -147,7 +157,7 @@ def _check_gang(ctx: Ctx) -> None:
 
 def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
-    from ..render.policy import pod_failure_policy
+    from ..render.policy import elastic_index_policy, pod_failure_policy
 
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
@@ -156,6 +166,12 @@ def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
         "backoffLimit": 0,  # a failure fails the Job; the JobSet's failurePolicy decides what follows
         "podFailurePolicy": pod_failure_policy(ctx, view.role),
     }
+    elastic = elastic_index_policy(ctx, view.role)
+    if elastic:
+        # An elastic role's child Job replaces its own lost pods (per index) and never fails for one: the
+        # JobSet's gang restart is left for the other roles and for an index out of retries.
+        del job_spec["backoffLimit"]
+        job_spec.update(elastic)
     if ctx.spec.run_policy.active_deadline_seconds is not None:
         job_spec["activeDeadlineSeconds"] = ctx.spec.run_policy.active_deadline_seconds
     job_spec["template"] = pod_template(ctx, view, PodStyle(index_env=INDEX_ENV))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....contract import env_names
 from ....status import JobPhase
+from ..client.errors import KubernetesError
 from ..client.resources import Resource
 from ..workload import (
     EngineState,
@@ -184,6 +185,21 @@ class KubeflowFlavor(Flavor):
 
     def keeps_finished_pods(self, root: Mapping[str, Any]) -> bool:
         return ((root.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy") == "None"
+
+    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+        """A PyTorchJob's Worker replicas, within its elasticPolicy's bounds: the operator creates or deletes
+        the worker pods (as its own autoscaler does through the same field)."""
+        from ....plan import check_scale
+
+        spec = job.root.get("spec") or {}
+        elastic = spec.get("elasticPolicy")
+        specs_key = next((k for k in spec if k.endswith("ReplicaSpecs")), None)
+        if not elastic or specs_key is None or "Worker" not in (spec.get(specs_key) or {}):
+            raise KubernetesError(f"job {job.name} is not elastic (its {job.root.get('kind')} has no elasticPolicy "
+                                  "and Worker replicas): its size is fixed; change spec.replicas and run it again")
+        check_scale(replicas, int(elastic.get("minReplicas", 1)), int(elastic.get("maxReplicas", replicas)))
+        kube.merge_patch(job.resource, meta(job.root)["name"], job.namespace,
+                         {"spec": {specs_key: {"Worker": {"replicas": replicas}}}})
 
 
 def _check(ctx: Ctx) -> KubeflowKind | None:

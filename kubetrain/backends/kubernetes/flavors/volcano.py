@@ -83,6 +83,11 @@ class VolcanoFlavor(Flavor):
             # spec said gang: false.
             gang = 1 if scheduling.gang is False else ctx.total_replicas
         policies, max_retry = volcano_policies(ctx)
+        if ctx.spec.elastic is not None and ctx.spec.elastic.enabled:
+            ctx.warn("volcano: a lost worker pod restarts the whole Volcano Job (its PodFailed policy "
+                     "RestartJob, within maxRetry), not that pod alone, and `kubetrain scale` is refused: the "
+                     "job survives a loss by a gang restart, never degraded; the job and jobset flavors replace "
+                     "a lost pod alone and the others run on")
         plugins: dict[str, list[str]] = {"svc": [], "env": []}
         if ctx.launcher_style:
             plugins["ssh"] = []  # passwordless ssh between the pods, for mpirun / the deepspeed launcher
@@ -103,6 +108,15 @@ class VolcanoFlavor(Flavor):
             spec["ttlSecondsAfterFinished"] = ttl
         return [{"apiVersion": API_VERSION, "kind": VOLCANO_JOBS.kind, "metadata": ctx.metadata(ctx.layout.base),
                  "spec": spec}]
+
+    # -- control: scale -------------------------------------------------------------------------------
+
+    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+        raise KubernetesError(
+            f"job {job.name}: kubetrain does not resize a Volcano Job: its gang (minAvailable) and the PodGroup "
+            "are sized for the tasks it was created with, and a lost pod restarts the whole job (RestartJob). "
+            "The job and kubeflow flavors scale"
+        )
 
     # -- status ----------------------------------------------------------------------------------------
 

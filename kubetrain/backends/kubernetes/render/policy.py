@@ -125,6 +125,39 @@ def pod_failure_policy(ctx: Ctx, role: str) -> dict[str, Any]:
     return {"rules": rules}
 
 
+def elastic_role(ctx: Ctx, role: str) -> bool:
+    """`role`'s replicas may come and go while the job runs: the worker role of an elastic job."""
+    elastic = ctx.spec.elastic
+    return elastic is not None and elastic.enabled and role == "worker"
+
+
+def elastic_annotation(ctx: Ctx) -> dict[str, str]:
+    """The annotation an elastic job's workload carries: its bounds, which `kubetrain scale` keeps to."""
+    elastic = ctx.spec.elastic
+    if elastic is None or not elastic.enabled:
+        return {}
+    from ....contract.labels import ELASTIC_ANNOTATION
+
+    return {ELASTIC_ANNOTATION: f"{elastic.min_replicas}:{elastic.max_replicas}"}
+
+
+def elastic_index_policy(ctx: Ctx, role: str) -> dict[str, Any]:
+    """An elastic role's Indexed Job fields (Kubernetes >= 1.31; GA in 1.33): a failed pod is its index's
+    failure alone, recreated up to backoffLimit times for that index (backoffLimitPerIndex), while the other
+    indexes run on: torchrun's agents re-form the rendezvous without the lost one and take it back when its
+    new pod joins. The Job succeeds once minReplicas indexes have (successPolicy): a lost index that was not
+    replaced (restartPolicy Never) does not fail a job whose survivors finished the training. {} for the
+    other roles."""
+    if not elastic_role(ctx, role):
+        return {}
+    elastic = ctx.spec.elastic
+    assert elastic is not None and elastic.min_replicas is not None
+    return {
+        "backoffLimitPerIndex": role_restarts(ctx, role),
+        "successPolicy": {"rules": [{"succeededCount": elastic.min_replicas}]},
+    }
+
+
 # -- jobset --------------------------------------------------------------------------------------------
 
 
@@ -211,6 +244,9 @@ def kubeflow_run_policy(ctx: Ctx) -> dict[str, Any]:
 __all__ = [
     "check_common",
     "check_indexed_completions",
+    "elastic_annotation",
+    "elastic_index_policy",
+    "elastic_role",
     "gang_size",
     "jobset_failure_policy",
     "kubeflow_run_policy",
