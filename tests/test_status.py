@@ -361,10 +361,10 @@ def test_format_table() -> None:
     )
     rows = table_rows(format_table([running, failed_job()], wide=False, now=NOW))
     assert rows[0] == ["NAME", "PHASE", "REPLICAS", "RESTARTS", "AGE"]
-    # Group restarts and single-replica restarts both count.
-    assert rows[1] == ["train-b2c4d", "Running", "2/2", "2", "5m12s"]
+    # The restarts held against backoffLimit: worker-0's one restart is the group's, counted once.
+    assert rows[1] == ["train-b2c4d", "Running", "2/2", "1", "5m12s"]
     # Finished: REPLICAS counts replicas that succeeded.
-    assert rows[2] == ["demo-x7k2b", "Failed", "2/3", "3", "5m10s"]
+    assert rows[2] == ["demo-x7k2b", "Failed", "2/3", "2", "5m10s"]
 
 
 def test_format_table_columns_are_aligned() -> None:

@@ -99,7 +99,7 @@ def test_the_api_server_refuses_completions_changed_alone(emulated: Cluster) -> 
     assert emu is not None
     b = emulated.backend(flavor="job")
     b.submit(from_dict(job_doc("el", **ELASTIC)))
-    with pytest.raises(KubernetesError, match="can only be modified in tandem with spec.parallelism"):
+    with pytest.raises(KubernetesError, match=r"can only be modified in tandem with spec\.parallelism"):
         b.kube.merge_patch(JOBS, "el-worker", "default", {"spec": {"completions": 3}})
 
 
