@@ -55,8 +55,11 @@ def wire(ctx: WireContext) -> RoleWiring:
     wiring = pytorch.wire(ctx)
     env = {**wiring.env, env_names.HOSTFILE: hostfile_path(ctx)}
     processes = wiring.processes
-    if ctx.spec.elastic is None and ctx.procs > 1 and not ctx.launcher_procs:
-        # One program per pod: the deepspeed launcher for this replica's node.
+    launcher_args = bool(run_of(ctx).other_args)
+    if ctx.spec.elastic is None and (launcher_args or (ctx.procs > 1 and not ctx.launcher_procs)):
+        # One program per pod: the deepspeed launcher for this replica's node. Also with one slot per worker
+        # when the job gives the launcher arguments (otherArgs, "command line args for the deepspeed job"):
+        # without the launcher they would reach the Python interpreter, which refuses them.
         args = _launcher_args(ctx, run_of(ctx), _nodefile(ctx, files), *_rank0(ctx))
         processes = (ProcessWiring(("/bin/sh", "-c", NODE_LAUNCH, "deepspeed", *args)),)
     return RoleWiring(ctx.role, wiring.replicas, env, processes, files=files, port=wiring.port)
