@@ -20,6 +20,9 @@ from .base import ANY_KEY, FieldTree, SimpleKind, SourceWalker, refuse_status, t
 
 API_VERSIONS = ("run.ai/v2alpha1",)
 
+RUNAI_BACKOFF_LIMIT = 6
+"""A TrainingWorkload's backoffLimit when it gives none (seed 004: "Defaults to 6")."""
+
 _VALUE: FieldTree = {"value": None}
 _ITEMS: FieldTree = {"items": {ANY_KEY: {"value": None}}}
 
@@ -255,19 +258,21 @@ def _security(s: _Spec, spec: dict[str, Any]) -> None:
     for name in ("allowPrivilegeEscalation", "runAsNonRoot", "seccompProfileType", "hostIpc", "hostNetwork"):
         if s.has(name):
             sec[name] = s.take(name, f"spec.security.{name}")
-    run_as_user = s.get("runAsUser") is True if s.has("runAsUser") else False
-    if s.has("runAsUid"):
+    # "runAsUid ... will be used only if runAsUser is set to true" (and runAsGid alike): without runAsUser: true
+    # the ids are not used, so they set nothing here either.
+    run_as_user = s.has("runAsUser") and s.get("runAsUser") is True
+    if run_as_user and s.has("runAsUid"):
         sec["runAsUid"] = s.take("runAsUid", "spec.security.runAsUid")
-        if s.has("runAsUser"):
-            s.take("runAsUser", "spec.security.runAsUid")
-        if s.has("runAsGid"):
-            sec["runAsGid"] = s.take("runAsGid", "spec.security.runAsGid")
-    elif s.has("runAsUser"):
+        s.take("runAsUser", "spec.security.runAsUid")
+    elif run_as_user:
         sec["runAsUser"] = s.take("runAsUser", "spec.security.runAsUser")
-        if s.has("runAsGid") and run_as_user:
-            sec["runAsGid"] = s.take("runAsGid", "spec.security.runAsGid")
+    elif s.has("runAsUser"):
+        s.take("runAsUser", None)  # false: the container runs as its image says
+    if run_as_user and s.has("runAsGid"):
+        sec["runAsGid"] = s.take("runAsGid", "spec.security.runAsGid")
     if not run_as_user:
-        s.refuse("runAsGid", "Run:ai uses it only with runAsUser: true")
+        for name in ("runAsUid", "runAsGid"):
+            s.refuse(name, "Run:ai uses it only if runAsUser is set to true: not used, as there")
     if s.has("capabilities"):
         sec["capabilities"] = _words(s.get("capabilities"), ",")
         s.take("capabilities", "spec.security.capabilities")
@@ -365,9 +370,10 @@ def _placement(s: _Spec, spec: dict[str, Any], metadata: Mapping[str, Any]) -> N
 
 
 def _policies(s: _Spec, spec: dict[str, Any]) -> None:
-    policy: dict[str, Any] = {}
-    if s.has("backoffLimit"):
-        policy["backoffLimit"] = s.take("backoffLimit", "spec.runPolicy.backoffLimit")
+    # "Specifies the number of retries before marking a workload as failed. Defaults to 6": a workload without
+    # it is retried 6 times (kubetrain's restartPolicy is then OnFailure, as a backoffLimit makes it).
+    policy: dict[str, Any] = {"backoffLimit": s.take("backoffLimit", "spec.runPolicy.backoffLimit")
+                              if s.has("backoffLimit") else RUNAI_BACKOFF_LIMIT}
     if s.has("autoDeletionTimeAfterCompletionSeconds"):
         policy["ttlSecondsAfterFinished"] = s.take(
             "autoDeletionTimeAfterCompletionSeconds", "spec.runPolicy.ttlSecondsAfterFinished"

@@ -66,3 +66,44 @@ def test_deepspeedjob_other_args_go_to_the_deepspeed_launcher_with_one_slot_per_
     # The launcher's own option took effect, and the program saw only its own arguments.
     assert {r["port"] for r in reports} == {port}
     assert {tuple(r["argv"]) for r in reports} == {("--steps", "3")}
+
+
+# -- 004 Run:ai TrainingWorkload ----------------------------------------------------------------------------
+
+
+def workload(**fields: Any) -> dict[str, Any]:
+    spec = {"name": {"value": "trial"}, "image": {"value": "python:3.12"},
+            "command": {"value": "python train.py --epochs 3"}, **{k: {"value": v} for k, v in fields.items()}}
+    return {"apiVersion": "run.ai/v2alpha1", "kind": "TrainingWorkload", "metadata": {"name": "trial"}, "spec": spec}
+
+
+@pytest.mark.parametrize("run_as_user", [False, None])
+def test_runai_ids_are_used_only_when_run_as_user_is_true(run_as_user: bool | None) -> None:
+    """Seed 004: runAsUid and runAsGid are "used only if runAsUser is set to true". With runAsUser false or
+    absent, kubetrain rendered runAsUser 1000 and runAsGroup 2000 while warning that runAsGid was ignored."""
+    fields: dict[str, Any] = {"runAsUid": 1000, "runAsGid": 2000}
+    if run_as_user is not None:
+        fields["runAsUser"] = run_as_user
+    conversion = convert(workload(**fields))
+    security = conversion.data["spec"].get("security") or {}
+    assert "runAsUid" not in security and "runAsGid" not in security
+    refused = {note.source: note.reason for note in conversion.refused()}
+    assert set(refused) == {"spec.runAsUid", "spec.runAsGid"}
+    assert all("only if runAsUser is set to true" in why for why in refused.values())
+    pod = conversion.job.spec
+    assert pod.security is None or (pod.security.run_as_uid is None and pod.security.run_as_gid is None)
+
+
+def test_runai_ids_apply_with_run_as_user_true() -> None:
+    conversion = convert(workload(runAsUser=True, runAsUid=1000, runAsGid=2000))
+    assert conversion.data["spec"]["security"] == {"runAsUid": 1000, "runAsGid": 2000}
+    assert not conversion.refused()
+
+
+def test_runai_backoff_limit_defaults_to_6() -> None:
+    """Seed 004: backoffLimit "Specifies the number of retries before marking a workload as failed. Defaults to
+    6". A workload without it became backoffLimit 0 with restartPolicy Never: no retry at all."""
+    job = convert(workload()).job
+    assert job.spec.backoff_limit_of() == 6
+    assert job.spec.job_restart_policy() == "OnFailure"
+    assert convert(workload(backoffLimit=1)).job.spec.backoff_limit_of() == 1
