@@ -25,6 +25,8 @@ AS_WRITTEN_ANNOTATION = "kubetrain.dev/as-written"
 PAUSED_ANNOTATION = "kubetrain.dev/paused"
 ELASTIC_ANNOTATION = "kubetrain.dev/elastic"
 """On an elastic role's workload object: its bounds, "MIN:MAX" (spec.elastic), which `kubetrain scale` keeps to."""
+SSH_KEYS_ANNOTATION = "kubetrain.dev/ssh-keys"
+"""On a rendered Secret left without data: the submitter puts a new ssh key pair in it (an MPI job's)."""
 
 NODE_POOL_LABEL = "kubetrain.dev/node-pool"
 """Default node label of `spec.scheduling.nodePools`."""
@@ -56,5 +58,6 @@ __all__ = [
     "PAUSED_ANNOTATION",
     "RESERVED_LABELS",
     "ROLE_LABEL",
+    "SSH_KEYS_ANNOTATION",
     "SUBMISSION_LABEL",
 ]
