@@ -319,6 +319,30 @@ class Scheduling(SpecModel):
         return value
 
 
+class Mpi(SpecModel):
+    """How an MPI job's launcher reaches its worker pods on Kubernetes (framework mpi). Locally mpirun starts
+    every rank on this machine, without ssh: none of this is used there."""
+
+    ssh_auth_mount_path: str | None = None
+    """Where the job's ssh key pair is mounted in the launcher and the workers, as `id_rsa`, `id_rsa.pub` and
+    `authorized_keys` (the MPI Operator's sshAuthMountPath; the Volcano ssh plugin's --ssh-key-file-path):
+    for workers that run their own sshd (`roles.worker.run`, e.g. `/usr/sbin/sshd -De`), whose sshd and the
+    launcher's ssh read the user's ~/.ssh. Default /root/.ssh for such workers. Workers without a run of
+    their own run kubetrain's sshd, which needs no such path."""
+    mpi_job_version: Literal["v1", "v2beta1"] = "v1"
+    """The MPIJob the kubeflow flavor renders: v1, the training operator's (its launcher reaches the workers
+    with kubectl exec), or v2beta1, the MPI Operator's (over ssh, with a key pair the operator makes; the
+    workers run the image's /usr/sbin/sshd -De unless they name their own run). Other flavors render no
+    MPIJob."""
+
+    @field_validator("ssh_auth_mount_path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path (the folder the keys are mounted at)")
+        return value
+
+
 class PodOptions(SpecModel):
     """Pod and container options that apply to every replica (of the job, or of one role)."""
 
@@ -467,6 +491,9 @@ class JobSpec(ReplicaSettings):
     """Elastic training (pytorch, deepspeed): the worker role may shrink and grow in [minReplicas,
     maxReplicas] while the job runs. `enabled: false` ignores the block."""
     scheduling: Scheduling = Field(default_factory=Scheduling)
+    mpi: Mpi | None = None
+    """MPI over ssh on Kubernetes (framework mpi): where the key pair is mounted for workers that run their own
+    sshd, and which MPIJob the kubeflow flavor renders."""
 
     @field_validator("roles")
     @classmethod
@@ -513,6 +540,9 @@ class JobSpec(ReplicaSettings):
         if self.elastic is not None:
             problems += self._elastic_problems(self.elastic)
         problems += self._restart_problems()
+        if self.mpi is not None and self.framework is not Framework.MPI:
+            problems.append(FieldError(("mpi",), f"applies to framework mpi, not {self.framework.value}",
+                                       hint="set framework: mpi, or remove mpi"))
         if self.run_policy.suspend and self.run_mode == "Debug":
             problems.append(FieldError(("runPolicy", "suspend"), "conflicts with runMode: Debug"))
         total = sum(self.role_replicas().values())

@@ -210,6 +210,8 @@ _HAMI = {"spec.resources": {"gpu": 0.5, "gpuSharing": "hami"}}
 _RUNAI = {"spec.resources": {"gpu": 0.5, "gpuSharing": "runai"}}
 _ELASTIC = {"spec.elastic": {"minReplicas": 1, "maxReplicas": 3}}
 _EXIT_CODE = {"spec.restartPolicy": "ExitCode"}
+_MPI = {"spec.framework": "mpi"}
+_ONLY_KUBEFLOW_MPIJOB = "only the kubeflow flavor renders an MPIJob"
 
 
 def _mount(mount: dict[str, Any]) -> dict[str, Any]:
@@ -424,6 +426,18 @@ ROWS: list[Row] = [
             kube=refused("no engine counts preemptions; terminateAfterPreemption fails on the first")),
         row("spec.scheduling.terminateAfterPreemption", {"spec.scheduling.terminateAfterPreemption": True},
             local=_NO_PREEMPTION, kubeflow=refused("the operator restarts preempted pods")),
+    ]),
+    *_section("MPI over ssh", [
+        row("spec.mpi.sshAuthMountPath", {**_MPI, "spec.mpi": {"sshAuthMountPath": "/home/mpiuser/.ssh"}},
+            baseline=_MPI, local=ignored("mpirun starts every rank on this machine, without ssh"),
+            kube=ok("the job's key pair mounted there as id_rsa, id_rsa.pub and authorized_keys"),
+            kubeflow=refused("the training operator's MPIJob v1 reaches its workers with kubectl exec, without "
+                             "ssh keys: set mpi.mpiJobVersion: v2beta1")),
+        row("spec.mpi.mpiJobVersion", {**_MPI, "spec.mpi": {"mpiJobVersion": "v2beta1"}}, when="v2beta1",
+            baseline=_MPI, local=same(_ONLY_KUBEFLOW_MPIJOB), kube=same(_ONLY_KUBEFLOW_MPIJOB),
+            kubeflow=ok("the MPI Operator's MPIJob (kubeflow.org/v2beta1)")),
+        row("spec.mpi.mpiJobVersion", {**_MPI, "spec.mpi": {"mpiJobVersion": "v1"}}, when="v1", baseline=_MPI,
+            local=same(_ONLY_KUBEFLOW_MPIJOB), kube=same(_ONLY_KUBEFLOW_MPIJOB), kubeflow=same("the default")),
     ]),
     *_section("Policies", [
         row("spec.restartPolicy", {"spec.restartPolicy": "Never"}, when="Never", local=same(), kube=same()),
