@@ -120,6 +120,49 @@ def kubelet_env(container: Manifest, pod_fields: Mapping[str, str], engine: Mapp
     return env
 
 
+def mounted_volumes(objects: list[Manifest], template: Manifest, into: Path) -> dict[str, Path]:
+    """The main container's volumeMounts → folders under `into` holding what the kubelet would put there: a
+    ConfigMap's or Secret's keys (or its items) as files with their modes, nothing for an emptyDir or for an
+    object of the cluster's own (not rendered). A Secret
+    the render left for the submitter gets keys as `kubetrain run` fills it (ssh_keys.fill_ssh_secrets)."""
+    import base64
+
+    from kubetrain.backends.kubernetes.ssh_keys import fill_ssh_secrets
+
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in fill_ssh_secrets(objects)}
+    volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+    out: dict[str, Path] = {}
+    for i, mount in enumerate(main_container(template).get("volumeMounts", [])):
+        volume = volumes[mount["name"]]
+        folder = into / f"volume-{i}-{mount['name']}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for kind, key in (("ConfigMap", "configMap"), ("Secret", "secret")):
+            if key not in volume:
+                continue
+            source = volume[key]
+            obj = by_name.get((kind, source.get("name") or source.get("secretName")))
+            if obj is None:
+                continue  # the cluster's own (a user's ConfigMap): nothing the start-up script reads
+            data = obj.get("data") or {}
+            if kind == "Secret":
+                data = {k: base64.b64decode(v).decode() for k, v in data.items()}
+            items = source.get("items") or [{"key": k, "path": k} for k in data]
+            for item in items:
+                path = folder / item["path"]
+                path.write_text(data[item["key"]], encoding="utf-8")
+                path.chmod(item.get("mode", source.get("defaultMode", 0o644)))
+        out[mount["mountPath"]] = folder
+    return out
+
+
+def at_mounts(text: str, mounts: Mapping[str, Path]) -> str:
+    """`text` with each mount path (a whole path, not a prefix of a longer name) replaced by its folder: the
+    stand-in for the container's view of its volumes."""
+    for path in sorted(mounts, key=len, reverse=True):
+        text = re.sub(re.escape(path) + r"(?=[/\s'\"]|$)", lambda _m, p=path: str(mounts[p]), text)
+    return text
+
+
 def run_container(
     container: Manifest,
     env: Mapping[str, str],
@@ -128,14 +171,18 @@ def run_container(
     path_dir: Path | None = None,
     program: list[str] | None = None,
     cwd: Path | None = None,
+    mounts: Mapping[str, Path] | None = None,
 ) -> tuple[int, dict[str, Any] | None, str]:
     """Run the container's command + args with `env`, its program replaced by one that prints its argv
     and env. Returns (exit code, what the program saw or None, stderr).
 
     As the kubelet does, `$(VAR)` in command and args is expanded against the container's env (every
-    variable of it, not only earlier ones) before the shell sees them."""
+    variable of it, not only earlier ones) before the shell sees them. `mounts` (`mounted_volumes`): the
+    start-up script reads its volumes' files there."""
     command = [expand(word, env) for word in container["command"]]
     assert command[:2] == ["/bin/sh", "-c"]
+    if mounts:
+        command[2] = at_mounts(command[2], mounts)
     args = [expand(word, env) for word in container.get("args", [])]
     argv = [shutil.which(shell) or shell, *command[1:], *(program or [sys.executable, "-c", DUMP]), *args]
     run_env = dict(env)

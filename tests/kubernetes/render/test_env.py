@@ -27,6 +27,7 @@ from tests.support.kubelet import (
     kubelet_env,
     main_container,
     make_job,
+    mounted_volumes,
     pod_templates,
     run_container,
 )
@@ -83,6 +84,14 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
     compared = 0
     for role, template in templates.items():
         container = main_container(template)
+        # The volumes the start-up script reads (an MPI job's ssh keys, its hostfile), and an `ssh` that
+        # answers at once for the MPI launcher's wait for its workers (tests/kubernetes/test_mpi_ssh.py runs
+        # the real one).
+        assert tmp_path is not None
+        mounts = mounted_volumes(rendered.objects, template, tmp_path / role)
+        fake_ssh = tmp_path / "ssh"
+        fake_ssh.write_text("#!/bin/sh\nexit 0\n")
+        fake_ssh.chmod(0o755)
         for index in range(wirings[role].replicas):
             replica = by_key[f"{role}-{index}"]
             engine, fields = engine_env(flavor, role, index)
@@ -92,7 +101,7 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
             appended = OPERATOR_APPENDS if flavor == "kubeflow" else None
             env = kubelet_env(container, fields, engine, appended)
             if replica.processes:
-                code, seen, err = run_container(container, env, shell=shell)
+                code, seen, err = run_container(container, env, shell=shell, path_dir=tmp_path, mounts=mounts)
                 assert code == 0, err
                 assert seen is not None
                 expected = dict(replica.processes[0].env)
@@ -106,23 +115,35 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
                     user = expected.pop("PET_RDZV_CONF").removeprefix("store_type=file").lstrip(",")
                     if user:
                         expected["PET_RDZV_CONF"] = user
+            elif container.get("args"):
+                # A hosting replica that serves the launcher (an MPI worker's sshd): its program reports.
+                code, seen, err = run_container(container, env, shell=shell, path_dir=tmp_path, mounts=mounts)
+                assert code == 0, err
+                assert seen is not None
+                assert seen["argv"] == list(container["args"])
+                expected = {k: resolve(v, index, rendered.topology) for k, v in wirings[role].env.items()}
             else:
                 # A hosting replica waits: its `sleep` is replaced by one that reports what it sees.
-                assert tmp_path is not None
                 fake = tmp_path / "sleep"
                 fake.write_text(f"#!/bin/sh\nexec {sys_executable()} -c \"{DUMP_ENV}\" \"$@\"\n")
                 fake.chmod(0o755)
-                code, seen, err = run_container(container, env, shell=shell, path_dir=tmp_path, program=[])
+                code, seen, err = run_container(container, env, shell=shell, path_dir=tmp_path, program=[],
+                                                mounts=mounts)
                 assert code == 0, err
                 assert seen is not None
                 assert seen["argv"] == ["2147483647"]
                 expected = {k: resolve(v, index, rendered.topology) for k, v in wirings[role].env.items()}
             extra = set(seen["env"]) - set(expected) - SHELL_NOISE - set(engine) - set(appended or {})
+            extra -= TRANSPORT_ENV
             assert not extra, f"{role}-{index}: unexpected variables {extra}"
             for name, value in expected.items():
                 assert seen["env"].get(name) == value, f"{flavor} {role}-{index}: {name}"
             compared += 1
     return compared
+
+
+TRANSPORT_ENV = {"OMPI_MCA_plm_rsh_args"}
+"""What only a pod has: how an MPI launcher's ssh reaches the worker pods (render/mpi_ssh.py)."""
 
 
 def sys_executable() -> str:

@@ -577,8 +577,12 @@ def test_indexed_jobs_stop_at_a_hundred_thousand_replicas(flavor: str) -> None:
     assert job_with("volcano", roles={"worker": {"replicas": 100_001}})
 
 
-def test_hosting_replicas_wait_unless_their_role_names_a_program() -> None:
-    waiting = pod_templates(render(make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})))
+def test_hosting_replicas_serve_ssh_or_wait_unless_their_role_names_a_program() -> None:
+    job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})
+    serving = pod_templates(render(job))
+    assert main_container(serving["worker"])["args"] == ["/usr/sbin/sshd", "-De", "-f", "/etc/kubetrain/sshd_config"]
+    # The training operator's MPIJob v1 reaches its workers with kubectl exec: they wait.
+    waiting = pod_templates(render(job, "kubeflow"))
     c = main_container(waiting["worker"])
     assert "args" not in c and "exec sleep 2147483647" in c["command"][2]
     sshd = pod_templates(render(make_job({

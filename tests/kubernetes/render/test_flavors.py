@@ -202,7 +202,8 @@ def test_jobset_flavor_layout() -> None:
 
 def test_jobset_starts_a_launcher_after_its_hosts_and_ends_with_it() -> None:
     job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})
-    (jobset, configmap) = render(job, "jobset")
+    (jobset, configmap, secret) = render(job, "jobset")
+    assert secret["kind"] == "Secret"  # the job's ssh keys (tests/kubernetes/test_mpi_ssh.py)
     jobs = jobset["spec"]["replicatedJobs"]
     assert [j["name"] for j in jobs] == ["worker", "launcher"]
     assert jobs[1]["dependsOn"] == [{"name": "worker", "status": "Ready"}]
@@ -214,12 +215,13 @@ def test_jobset_starts_a_launcher_after_its_hosts_and_ends_with_it() -> None:
 def test_volcano_flavor_layout() -> None:
     job = make_job({"framework": "mpi", "replicas": 2, "procsPerReplica": 4, "run": {"python": ["a.py"]},
                     "scheduling": {"queue": "research", "priorityClass": "high"}})
-    (vcjob, configmap) = render(job, "volcano")
+    (vcjob, configmap, secret) = render(job, "volcano")
     spec = vcjob["spec"]
     assert spec["schedulerName"] == "volcano" and spec["queue"] == "research"
     assert spec["priorityClassName"] == "high"
     assert spec["minAvailable"] == 3  # launcher + 2 workers, gang scheduled
-    assert spec["plugins"] == {"svc": [], "env": [], "ssh": []}
+    # kubetrain's own sshd and keys (a Secret), not the ssh plugin's (tests/kubernetes/test_mpi_ssh.py)
+    assert spec["plugins"] == {"svc": [], "env": []} and secret["kind"] == "Secret"
     assert "kueue.x-k8s.io/queue-name" not in vcjob["metadata"]["labels"]  # a Volcano queue, not Kueue's
     tasks = {t["name"]: t for t in spec["tasks"]}
     assert tasks["launcher"]["policies"] == [{"event": "TaskCompleted", "action": "CompleteJob"}]

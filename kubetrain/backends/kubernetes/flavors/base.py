@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....contract.labels import ROLE_LABEL
 from ....status import Condition, JobPhase
@@ -34,6 +34,7 @@ from ..workload import (
 )
 
 if TYPE_CHECKING:
+    from ....jobspec import JobSpec
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..diagnose import Diagnosis
@@ -179,13 +180,20 @@ class Flavor:
 
     # -- render ----------------------------------------------------------------------------------------
 
-    def layout(self, name: str, counts: dict[str, int]) -> Layout:
-        """Object names and replica addresses for a job called `name` with these role sizes."""
+    def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
+        """Object names and replica addresses for a job called `name` with these role sizes (`spec`: the job,
+        where the engine's names depend on it, as an MPIJob v2beta1's do)."""
         raise NotImplementedError
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         """The workload object(s), root first; problems go to `ctx.problems`."""
         raise NotImplementedError
+
+    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
+        """Who makes the ssh key pair an MPI launcher reaches its workers with (render/mpi_ssh.py): kubetrain,
+        in a Secret it fills when it submits the job (the default); the engine ("plugin": Volcano's ssh plugin;
+        "operator": the MPI Operator); None: the engine reaches the workers without ssh (kubectl exec)."""
+        return "kubetrain"
 
     # -- status ----------------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from ..workload import (
 from .base import Controller, Features, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
+    from ....jobspec import JobSpec
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -53,7 +54,7 @@ _FAILURE_ACTIONS = {
 class JobFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
-    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+    def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
         base = base_name(name, room_for_base(counts, 0), rfc1035=False)

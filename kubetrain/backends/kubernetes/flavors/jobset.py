@@ -30,6 +30,7 @@ from ..workload import (
 from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
+    from ....jobspec import JobSpec
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -47,7 +48,7 @@ CONTROLLER = Controller("the JobSet controller", ("jobset-system",), ("jobset-co
 class JobSetFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
-    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+    def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
         base = base_name(name, room_for_base(counts, len("-0")), rfc1035=False)
@@ -60,8 +61,8 @@ class JobSetFlavor(Flavor):
         check_common(ctx)
         check_indexed_completions(ctx)
         _check_gang(ctx)
-        hosts = [v for v in ctx.roles if v.argv is None]
-        runners = [v for v in ctx.roles if v.argv is not None]
+        hosts = [v for v in ctx.roles if v.hosting]
+        runners = [v for v in ctx.roles if not v.hosting]
         # Hosting roles first: a replicatedJob may only depend on the ones listed before it.
         ordered = hosts + runners if hosts else ctx.roles
         jobs = [_replicated_job(ctx, v) for v in ordered]

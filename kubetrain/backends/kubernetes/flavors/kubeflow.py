@@ -16,12 +16,17 @@ The replica index comes from the operator's `training.kubeflow.org/replica-index
 
 A cluster may serve some of the kinds and not others: which ones is one more discovery request, made
 for this flavor only. `cleanPodPolicy: None` keeps finished pods (and their logs) past a cancel.
+
+An MPI job with `mpi.mpiJobVersion: v2beta1` renders as the MPI Operator's MPIJob (kubeflow.org/v2beta1):
+the operator makes the ssh key pair and mounts it at `sshAuthMountPath`, its workers' pods are
+`<base>-worker-<i>` in the Service `<base>-worker`, and workers without a program of their own run the
+image's `/usr/sbin/sshd -De`, as the operator would start them (render/mpi_ssh.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....contract import env_names
 from ....status import JobPhase
@@ -43,6 +48,7 @@ from .base import Controller, Features, Flavor, FlavorUnavailable
 
 if TYPE_CHECKING:
     from ....frameworks import KubeflowKind
+    from ....jobspec import JobSpec
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -57,6 +63,9 @@ RESOURCES = (
     Resource(GROUP, VERSION, "jaxjobs", "JAXJob"),
 )
 """The kinds of the frameworks' `KubeflowKind`s (a test holds them equal)."""
+MPI_OPERATOR_VERSION = "v2beta1"
+MPIJOBS_V2 = Resource(GROUP, MPI_OPERATOR_VERSION, "mpijobs", "MPIJob")
+"""The MPI Operator's MPIJob (`mpi.mpiJobVersion: v2beta1`)."""
 INDEX_ENV = env_names.REPLICA_INDEX
 INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
 OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
@@ -79,11 +88,23 @@ Deployment in kubeflow."""
 class KubeflowFlavor(Flavor):
     # -- the API ---------------------------------------------------------------------------------------
 
+    def missing(self, caps: Capabilities) -> str | None:
+        """A cluster with the MPI Operator alone serves kubeflow.org/v2beta1 only: it runs MPI jobs rendered
+        for it (which kind a job needs is `check_served`'s)."""
+        if caps.serves(GROUP, MPI_OPERATOR_VERSION):
+            return None
+        return super().missing(caps)
+
     def served_resources(self, kube: Kube, caps: Capabilities) -> list[Resource]:
+        if self.missing(caps) is None and not caps.serves(GROUP, VERSION):
+            return [MPIJOBS_V2]
         if self.missing(caps) is not None:
             return []
         served = {r.get("kind") for r in kube.group_resources(self.api_version)}
-        return [r for r in self.resources if r.kind in served]
+        out = [r for r in self.resources if r.kind in served]
+        if caps.serves(GROUP, MPI_OPERATOR_VERSION):
+            out.append(MPIJOBS_V2)
+        return out
 
     def check_served(self, kube: Kube, root: Mapping[str, Any]) -> None:
         """The group serves several kinds: is the one this job renders as among them?"""
@@ -91,26 +112,34 @@ class KubeflowFlavor(Flavor):
         names = {r.get("kind") for r in kube.group_resources(api_version)}
         if kind not in names:
             served = ", ".join(sorted(n for n in names if n)) or "nothing"
+            hint = f"install {self.install}"
+            if kind == "MPIJob":
+                hint += (" (MPIJob v1), or the MPI Operator (MPIJob v2beta1, https://github.com/kubeflow/mpi-operator)"
+                         " and set mpi.mpiJobVersion to the version it serves")
             raise FlavorUnavailable(f"the {self.name} flavor renders this job as a {kind} ({api_version}), which "
-                                    f"this cluster does not serve (it serves {served}): install {self.install}")
+                                    f"this cluster does not serve (it serves {served}): {hint}")
 
     def owns(self, obj: Mapping[str, Any]) -> bool:
         return api_group(obj) == self.group  # every kind of the group, the ones kubetrain renders and others
 
     def resource_of(self, root: Mapping[str, Any]) -> Resource:
         kind = str(root.get("kind"))
-        for res in self.resources:
-            if res.kind == kind:
+        for res in (*self.resources, MPIJOBS_V2):
+            if res.kind == kind and res.api_version == root.get("apiVersion"):
                 return res
         group, _, version = str(root.get("apiVersion")).rpartition("/")
         return Resource(group, version, kind.lower() + "s", kind)
 
     # -- render ----------------------------------------------------------------------------------------
 
-    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+    def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
         # The operator names a Service after each replica: the job name must start with a letter.
+        if _mpi_v2(spec):
+            # The MPI Operator's pods: hostname `<job>-worker-<i>` in its headless Service `<job>-worker`.
+            base = base_name(name, room_for_base(counts, 0), rfc1035=True)
+            return Layout(base, f"{base}-{{role}}-{{index}}.{base}-worker", f"{base}-worker", INDEX_ENV)
         base = base_name(name, room_for_base(counts, 0), rfc1035=True)
         return Layout(base, f"{base}-{{role}}-{{index}}", None, INDEX_ENV)
 
@@ -120,13 +149,18 @@ class KubeflowFlavor(Flavor):
         kind = _check(ctx)
         if kind is None:
             return []
+        v2 = _mpi_v2(ctx.spec)
         spec: dict[str, Any] = {
-            kind.replica_specs: {replica_type(v.role): _replica_spec(ctx, v, kind) for v in ctx.roles},
+            kind.replica_specs: {replica_type(v.role): _replica_spec(ctx, v, kind, v2) for v in ctx.roles},
             "runPolicy": kubeflow_run_policy(ctx),
         }
         if kind.kind == "MPIJob":
             workers = [v for v in ctx.roles if v.role == "worker"]
             spec["slotsPerWorker"] = workers[0].procs if workers else 1
+        if v2:
+            assert ctx.ssh is not None and ctx.ssh.auth_path is not None
+            spec["sshAuthMountPath"] = ctx.ssh.auth_path
+            spec["mpiImplementation"] = "OpenMPI"  # the launcher's mpirun options are Open MPI's
         if kind.kind == "PyTorchJob":
             procs = max(v.procs for v in ctx.roles)
             if procs > 1:
@@ -139,8 +173,13 @@ class KubeflowFlavor(Flavor):
                     "maxRestarts": elastic.max_restarts,
                     "rdzvBackend": "c10d",
                 }
-        return [{"apiVersion": API_VERSION, "kind": kind.kind,
+        api_version = MPIJOBS_V2.api_version if v2 else API_VERSION
+        return [{"apiVersion": api_version, "kind": kind.kind,
                  "metadata": ctx.metadata(ctx.layout.base, queue_label=True), "spec": spec}]
+
+    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
+        """The MPI Operator makes the keys (v2beta1); the training operator's launcher uses kubectl exec."""
+        return "operator" if _mpi_v2(ctx.spec) else None
 
     # -- status ----------------------------------------------------------------------------------------
 
@@ -216,6 +255,11 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
         ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
                                  hint="the training operator has a kind per framework, none for generic jobs")
         return None
+    mpi = ctx.spec.mpi
+    if mpi is not None and mpi.ssh_auth_mount_path is not None and not _mpi_v2(ctx.spec):
+        ctx.problems.add(("spec", "mpi", "sshAuthMountPath"), "the training operator's MPIJob v1 reaches its "
+                         "workers with kubectl exec, without ssh keys", hint="set mpi.mpiJobVersion: v2beta1 (the "
+                         "MPI Operator's MPIJob), or render with another flavor")
     if ctx.launcher_style and not kind.launcher_role:
         title = _TITLES.get(framework.value, framework.value)
         ctx.problems.unsupported(("spec", "roles", "launcher"), f"a {title} launcher role", ctx.flavor.name, others,
@@ -224,15 +268,27 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
     return kind
 
 
-def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind) -> dict[str, Any]:
+def _mpi_v2(spec: JobSpec | None) -> bool:
+    return spec is not None and spec.mpi is not None and spec.mpi.mpi_job_version == MPI_OPERATOR_VERSION
+
+
+def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind, v2: bool) -> dict[str, Any]:
     from ..render.pod import PodStyle, pod_template
     from ..render.policy import role_policy
 
-    # MPIJob's launcher runs `kubectl exec` into the workers with the token the operator grants it.
     launcher = kind.kind == "MPIJob" and view.role == "launcher"
-    style = PodStyle(index_env=INDEX_ENV, index_field_ref=INDEX_FIELD, container_name=kind.container,
-                     port_name=kind.port_name, restart_policy=None, engine_overrides=OPERATOR_ENV,
-                     automount_token=True if launcher else None)
+    if v2:
+        # The MPI Operator labels its workers with their index, not its launcher (the one replica, index 0);
+        # it appends only OMPI_* variables kubetrain does not set otherwise, and the launcher reaches the
+        # workers over ssh (no API token).
+        style = PodStyle(index_env=INDEX_ENV, index_field_ref=None if launcher else INDEX_FIELD,
+                         index_value="0" if launcher else None, container_name=kind.container,
+                         port_name=kind.port_name, restart_policy=None)
+    else:
+        # MPIJob's launcher runs `kubectl exec` into the workers with the token the operator grants it.
+        style = PodStyle(index_env=INDEX_ENV, index_field_ref=INDEX_FIELD, container_name=kind.container,
+                         port_name=kind.port_name, restart_policy=None, engine_overrides=OPERATOR_ENV,
+                         automount_token=True if launcher else None)
     return {
         "replicas": view.replicas,
         "restartPolicy": role_policy(ctx, view.role),
@@ -254,4 +310,4 @@ FLAVOR = KubeflowFlavor(
     controller=CONTROLLER,
 )
 
-__all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "RESOURCES", "KubeflowFlavor", "replica_type"]
+__all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "MPIJOBS_V2", "RESOURCES", "KubeflowFlavor", "replica_type"]

@@ -12,7 +12,7 @@ The job's state is Volcano's `status.state.phase`; suspend and resume are Volcan
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....status import Condition, ConditionStatus, JobPhase
 from ..client.errors import ApiError, KubernetesError
@@ -31,6 +31,7 @@ from ..workload import (
 from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
+    from ....jobspec import JobSpec
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..diagnose import Diagnosis
@@ -65,7 +66,7 @@ job's state) and the scheduler (which places its pods, schedulerName volcano), b
 class VolcanoFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
-    def layout(self, name: str, counts: dict[str, int]) -> Layout:
+    def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
         # The svc plugin names the Service after the job: the name must start with a letter.
@@ -88,9 +89,14 @@ class VolcanoFlavor(Flavor):
                      "RestartJob, within maxRetry), not that pod alone, and `kubetrain scale` is refused: the "
                      "job survives a loss by a gang restart, never degraded; the job and jobset flavors replace "
                      "a lost pod alone and the others run on")
+        from ..render import mpi_ssh
+
         plugins: dict[str, list[str]] = {"svc": [], "env": []}
-        if ctx.launcher_style:
-            plugins["ssh"] = []  # passwordless ssh between the pods, for mpirun / the deepspeed launcher
+        ssh_plugin = mpi_ssh.volcano_plugin(ctx)
+        if ssh_plugin is not None:
+            plugins["ssh"] = ssh_plugin  # the keys of workers that run an sshd of their own
+        elif ctx.launcher_style and ctx.ssh is None:
+            plugins["ssh"] = []  # passwordless ssh between the pods, for the deepspeed launcher's own command
         spec: dict[str, Any] = {
             "schedulerName": scheduling.scheduler_name or SCHEDULER,
             "minAvailable": gang,
@@ -117,6 +123,12 @@ class VolcanoFlavor(Flavor):
             "are sized for the tasks it was created with, and a lost pod restarts the whole job (RestartJob). "
             "The job and kubeflow flavors scale"
         )
+
+    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
+        """Volcano's ssh plugin makes the keys of workers that run an sshd of their own (as in Volcano's own
+        MPI jobs); kubetrain's sshd, which works as any user, runs with kubetrain's Secret."""
+        own = any(v.hosting and v.argv is not None for v in ctx.roles)
+        return "plugin" if own else "kubetrain"
 
     # -- status ----------------------------------------------------------------------------------------
 
@@ -209,7 +221,7 @@ def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     out: dict[str, Any] = {"name": view.role, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
     # A role with a restartPolicy of its own: its task's policies, which Volcano reads before the job's.
     policies = volcano_task_policies(ctx, view.role)
-    if ctx.launcher_style and view.argv is not None:
+    if ctx.launcher_style and not view.hosting:
         # The hosting replicas never finish on their own: the job is done when the launcher is.
         policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
     if policies:

@@ -31,6 +31,7 @@ from ....frameworks import Topology
 from ....jobspec import DistributedConfig, TrainJob
 from ....plan import Plan, replica_counts
 from ..flavors import FLAVORS, Flavor, get_flavor
+from . import mpi_ssh
 from .context import Ctx, Options, check_spec, wire_roles
 from .errors import Problems
 from .output import dump, to_json, to_yaml
@@ -124,17 +125,19 @@ def render_manifests(
         job = job.with_config(config)
     if name is None:
         name = job.metadata.name or generated_name(job.metadata.name_prefix or "job-")
-    layout = chosen.layout(name, replica_counts(job.spec))
+    layout = chosen.layout(name, replica_counts(job.spec), job.spec)
     problems = Problems()
     topology, roles, files = wire_roles(job, name, layout, problems)
     api_access = api_access or job.spec.api_access
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
     ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems)
     check_spec(ctx)
+    mpi_ssh.apply(ctx)
     objects = chosen.objects(ctx)
     if not objects:
         _pod_problems(ctx)
     objects += files_configmap(ctx)
+    objects += mpi_ssh.objects(ctx)
     objects += port_services(ctx)
     if api_access:
         from .rbac import rbac_objects

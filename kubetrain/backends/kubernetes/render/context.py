@@ -31,6 +31,7 @@ from .errors import Problems
 
 if TYPE_CHECKING:
     from ..flavors import Flavor
+    from .mpi_ssh import Transport
 
 FILES_DIR = "/etc/kubetrain"
 """Where the job's files (hostfiles) are mounted from their ConfigMap."""
@@ -78,8 +79,12 @@ class RoleView:
     env: dict[str, Value]
     """Framework env (the role's, with its single process's merged over it)."""
     argv: tuple[str, ...] | None
-    """The program; None when the replica only hosts processes a launcher starts (it waits)."""
+    """The program; None when the replica only hosts processes a launcher starts and runs nothing of its own
+    (it waits)."""
     procs: int
+    hosting: bool = False
+    """The replicas host processes another role's launcher starts (MPI workers): they never end on their own,
+    whatever they run (a wait, sshd), so the launcher's end is the job's."""
 
 
 def room_for_base(counts: dict[str, int], per_role_extra: int) -> int:
@@ -108,6 +113,8 @@ class Ctx:
     files: dict[str, str]
     problems: Problems
     warnings: list[str] = field(default_factory=list)
+    ssh: Transport | None = None
+    """How an MPI launcher reaches its workers on this flavor (`mpi_ssh.apply`), if over ssh."""
 
     @property
     def spec(self) -> JobSpec:
@@ -120,7 +127,7 @@ class Ctx:
     @property
     def launcher_style(self) -> bool:
         """Some replicas only host processes a launcher role starts (MPI, DeepSpeed's launcher)."""
-        return any(v.argv is None for v in self.roles)
+        return any(v.hosting for v in self.roles)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -218,7 +225,7 @@ def wire_roles(
             argv = wiring.processes[0].argv
         else:
             argv = _own_program(spec, role)
-        views.append(RoleView(role, replicas, wiring, settings, env, argv, procs))
+        views.append(RoleView(role, replicas, wiring, settings, env, argv, procs, hosting=not wiring.processes))
     return topology, views, dict(the_plan.files)
 
 

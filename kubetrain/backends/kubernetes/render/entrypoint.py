@@ -161,9 +161,12 @@ def script(
     index_env: str | None,
     exports: Iterable[tuple[str, str]],
     mode: Mode,
+    lines: Iterable[str] = (),
 ) -> Script:
-    """`exports`: (variable name, shell word) in order. Names must be shell names (checked here)."""
+    """`exports`: (variable name, shell word) in order. Names must be shell names (checked here). `lines`:
+    kubetrain's own shell, run after the exports and before the program (MPI's ssh: render/mpi_ssh.py)."""
     exports = list(exports)
+    extra = list(lines)
     lines = ["set -e"]
     if index_env is not None:
         if not is_shell_name(index_env):
@@ -180,6 +183,7 @@ def script(
         if not is_shell_name(name):
             raise ValueError(f"{name!r} is not a shell variable name")
         lines.append(f"export {name}={word}")
+    lines.extend(extra)
     if mode == "exec":
         lines.append('exec "$@"')
     elif mode == "wait":

@@ -10,7 +10,7 @@ so it gets the value it gets locally.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ....contract.expansion import escape, references
@@ -26,6 +26,7 @@ from ....jobspec.pod_template import (
     relaxations,
     template_program,
 )
+from . import mpi_ssh
 from .context import INDEX_LABEL, Ctx, RoleView
 from .entrypoint import (
     DEBUG_DIR,
@@ -51,6 +52,9 @@ class PodStyle:
     """Variable with the replica's index (set by the engine, or by `index_field_ref`)."""
     index_field_ref: str | None = None
     """Downward-API field that holds the index, when the engine sets no variable for it."""
+    index_value: str | None = None
+    """The index itself, for a role of one replica whose engine labels it with none (the MPI Operator's
+    launcher)."""
     engine_env: tuple[str, ...] = ()
     """Variables the engine adds to the container (user `$(VAR)` references may use them)."""
     engine_overrides: tuple[str, ...] = ()
@@ -71,9 +75,14 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     debug = ctx.spec.run_mode == "Debug"
     resources = resource_plan(ctx, view)
     volumes = volume_plan(ctx, view, debug=debug)
+    ssh = mpi_ssh.for_role(ctx, view)
+    _add_ssh_volumes(ctx, view, volumes, ssh)
+    if ssh.env:
+        view = replace(view, env={**view.env, **ssh.env})
     env, exports = container_env(ctx, view, style, debug=debug)
-    mode: Mode = "wait" if view.argv is None else ("debug" if debug else "exec")
-    entry = script(index_env=style.index_env, exports=exports, mode=mode)
+    # Debug holds the program; what a hosting replica runs (sshd) serves the launcher started by hand.
+    mode: Mode = "wait" if view.argv is None else ("debug" if debug and not view.hosting else "exec")
+    entry = script(index_env=style.index_env, exports=exports, mode=mode, lines=ssh.lines)
 
     container: dict[str, Any] = {"name": style.container_name, "image": settings.image or ""}
     if settings.image is None:
@@ -99,7 +108,9 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
         container["resources"] = resources.container_resources()
     if volumes.mounts:
         container["volumeMounts"] = volumes.mounts
-    container["securityContext"] = container_security(ctx, view, volumes)
+    if ssh.readiness_probe is not None:
+        container["readinessProbe"] = ssh.readiness_probe
+    container["securityContext"] = container_security(ctx, view, volumes, ssh.capabilities)
     if ctx.spec.tty:
         container["tty"] = True
     if ctx.spec.stdin:
@@ -140,6 +151,18 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     if settings.pod_template is not None:
         return with_pod_template(ctx, view, style, rendered, volumes)
     return rendered
+
+
+def _add_ssh_volumes(ctx: Ctx, view: RoleView, volumes: VolumePlan, ssh: mpi_ssh.RoleSsh) -> None:
+    """The ssh keys' volumes and mounts, at paths no other mount of the role uses."""
+    taken = {m["mountPath"] for m in volumes.mounts}
+    for mount in ssh.mounts:
+        if mount["mountPath"] in taken:
+            where = ("spec", "mpi", "sshAuthMountPath") if mount["name"] == mpi_ssh.AUTH_VOLUME else ("spec", "mounts")
+            ctx.problems.add(where, f"{mount['mountPath']} holds the job's ssh keys in role {view.role}, and a mount "
+                             "of the job uses it too")
+    volumes.volumes += ssh.volumes
+    volumes.mounts += ssh.mounts
 
 
 # -- podTemplate -------------------------------------------------------------------------------------------
@@ -219,6 +242,8 @@ def container_env(
                          f"{style.index_env} holds the replica index in the {ctx.flavor.name} flavor; it cannot be set")
     if style.index_field_ref is not None:
         env.append({"name": style.index_env, "valueFrom": {"fieldRef": {"fieldPath": style.index_field_ref}}})
+    elif style.index_value is not None:
+        env.append({"name": style.index_env, "value": style.index_value})
     defined = {style.index_env, *style.engine_env}
     dynamic: set[str] = set()
     for name, value in view.env.items():
@@ -386,10 +411,13 @@ def pod_security(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     return out
 
 
-def container_security(ctx: Ctx, view: RoleView, volumes: VolumePlan) -> dict[str, Any]:
+def container_security(ctx: Ctx, view: RoleView, volumes: VolumePlan, needed: tuple[str, ...] = ()) -> dict[str, Any]:
     """Locked down unless the spec asks otherwise: no privilege escalation, every capability dropped
-    (some added back on request), RuntimeDefault seccomp (pod level)."""
+    (some added back on request, or `needed` by what kubetrain runs there: sshd as root, said in a warning),
+    RuntimeDefault seccomp (pod level)."""
     sec = view.settings.security or Security()
+    if needed:
+        sec = sec.model_copy(update={"capabilities": [*sec.capabilities, *needed]})
     privileged = sec.privileged or bool(volumes.privileged_by)
     out: dict[str, Any]
     if privileged:
