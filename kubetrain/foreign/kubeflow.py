@@ -31,8 +31,10 @@ from typing import Any
 
 from ..contract import labels as kt_labels
 from ..frameworks import support_of
+from ..frameworks.mpi import sshd_argv
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
+from ..plan import FILES_DIR_PLACEHOLDER
 from .base import SERVER_METADATA, FieldTree, SimpleKind, SourceWalker
 from .pod_template import lift_job_level, split_pod_template
 
@@ -157,13 +159,17 @@ KUBETRAIN_WIRED_ENV = frozenset(
         "OMPI_ALLOW_RUN_AS_ROOT",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
         "OMPI_MCA_btl_vader_single_copy_mechanism",
+        "OMPI_MCA_orte_keep_fqdn_hostnames",
+        "OMPI_MCA_plm_rsh_args",
     }
 )
 """Variables kubetrain's frameworks set on every replica (besides KUBETRAIN_* and torchrun's PET_*)."""
 
 
-KUBETRAIN_VOLUMES = frozenset({"kubetrain-files", "kubetrain-debug"})
-"""Volumes kubetrain's render adds itself (its files ConfigMap, the debug hold)."""
+KUBETRAIN_VOLUMES = frozenset(
+    {"kubetrain-files", "kubetrain-debug", "kubetrain-ssh-keys", "kubetrain-ssh-run", "kubetrain-ssh-auth"}
+)
+"""Volumes kubetrain's render adds itself (its files ConfigMap, the debug hold, an MPI job's ssh keys)."""
 
 
 def _wired(name: str) -> bool:
@@ -187,9 +193,11 @@ def take_program(
     *,
     kubetrain_own: bool = False,
     transform: Transform | None = None,
+    note: str | None = None,
 ) -> dict[str, Any] | None:
-    """Consume the container's command and args as a TrainJob `run` (noted at `run_target`); None when it has
-    no command (the image's entrypoint runs: `split_pod_template` says how its args are taken).
+    """Consume the container's command and args as a TrainJob `run` (noted at `run_target`, approximated with
+    `note` when given); None when it has no command (the image's entrypoint runs: `split_pod_template` says
+    how its args are taken).
 
     A container kubetrain rendered runs its start-up script (`/bin/sh -c <script> kubetrain`) with the
     program in args, every `$` written `$$`: the program is args, as the user wrote it."""
@@ -210,6 +218,12 @@ def take_program(
         )
         parts: tuple[str, ...] = ("args",)
         argv = [str(word).replace("$$", "$") for word in args or []]
+        if not argv or tuple(argv) == sshd_argv(FILES_DIR_PLACEHOLDER):
+            # A replica that hosts a launcher's processes: it waits, or serves ssh with kubetrain's sshd.
+            walker.approx((*container, "args"), None, KUBETRAIN_OWN)
+            return None
+        if argv[:1] == ["mpirun"]:
+            argv = _without_forwarding(argv, walker.get((*container, "env")) or [])
     else:
         parts = ("command", "args")
         argv = [*command, *(args or [])]
@@ -220,12 +234,28 @@ def take_program(
         run, how = transform(run)
         if how:
             hows.append(how)
+    if note:
+        hows.append(note)
     for part in parts:
         if hows:
             walker.approx((*container, part), run_target, "; ".join(hows))
         else:
             walker.take((*container, part), run_target)
     return run
+
+
+def _without_forwarding(argv: list[str], env: Sequence[Any]) -> list[str]:
+    """kubetrain's mpirun without the `-x NAME` it writes for the variables a rank on another pod must get
+    (frameworks/mpi.py: the container's and PATH), written again when the job is rendered."""
+    names = {str(var.get("name")) for var in env if isinstance(var, Mapping)} | {"PATH"}
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "-x" and i + 1 < len(argv) and argv[i + 1] in names:
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def take_kubetrain_env(walker: SourceWalker, container: Path, target: str) -> list[Any] | None:
@@ -295,16 +325,15 @@ def convert_template(
     container: str | None = None,
     run_target: str | None = None,
     port_name: str | None = None,
-    program: bool = True,
-    program_reason: str = "",
+    program_note: str | None = None,
     transform: Transform | None = None,
 ) -> RoleTemplate:
     """A pod template at `template` → a role's settings at `target` (job-level ones lifted into `spec`).
 
     `container`: the name of the program's container (the operator's convention), else the first.
     `run_target`: where its command goes (default `<target>.run`). `port_name`: the engine's rendezvous port,
-    which kubetrain's framework wiring replaces. `program=False`: the replica runs no program of its own in
-    kubetrain (MPI workers): its command is noted with `program_reason` and not taken."""
+    which kubetrain's framework wiring replaces. `program_note`: how the program is taken (MPI workers: kept for
+    Kubernetes, not run locally)."""
     out = RoleTemplate()
     if not isinstance(walker.get(template), Mapping):
         return out
@@ -317,11 +346,8 @@ def convert_template(
             out.settings["labels"] = labels
     if index is not None:
         c = (*template, "spec", "containers", index)
-        if program:
-            out.run = take_program(walker, c, run_target or f"{target}.run", kubetrain_own=own, transform=transform)
-        else:
-            for part in ("command", "args"):
-                walker.approx((*c, part), None, program_reason)
+        out.run = take_program(walker, c, run_target or f"{target}.run", kubetrain_own=own, transform=transform,
+                               note=program_note)
         if own:
             env = take_kubetrain_env(walker, c, f"{target}.env")
             if env:
@@ -533,7 +559,8 @@ def _fields(op: OperatorKind) -> FieldTree:
 
 
 def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
-    walker.take("apiVersion", None)
+    # The MPI Operator's MPIJob stays one on the kubeflow flavor (`_kind_fields`).
+    walker.take("apiVersion", "spec.mpi.mpiJobVersion" if op is MPIJOB_V2 else None)
     if op.framework_note is None:
         walker.take("kind", "spec.framework")
     else:
@@ -556,20 +583,19 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
         policy = walker.take((*base, "restartPolicy"), f"{target}.restartPolicy")
         program_role = support_of(op.framework).program_role
         hosts_only = program_role is not None and role != program_role
+        launcher = program_role is not None and not hosts_only
         template = convert_template(
             walker,
             (*base, "template"),
             target,
             spec,
             container=main or op.container,
-            run_target="spec.run" if program_role is not None else None,
+            run_target="spec.run" if launcher else None,
             port_name=op.port_name,
-            program=not hosts_only,
-            program_reason="kubetrain's MPI workers run no program of their own: the launcher's mpirun starts "
-            "the ranks on them",
-            transform=_mpirun if program_role is not None else None,
+            program_note=HOSTING_PROGRAM if hosts_only else None,
+            transform=_mpirun if launcher else None,
         )
-        if program_role is not None and template.run is not None:
+        if launcher and template.run is not None:
             spec["run"] = template.run
             template.run = None
         roles[role] = role_data(replicas, template, policy)
@@ -695,6 +721,13 @@ def _run_policy(walker: SourceWalker, spec: dict[str, Any]) -> None:
         spec["runPolicy"] = policy
 
 
+HOSTING_PROGRAM = (
+    "kept: on Kubernetes the workers run it (the sshd the launcher's mpirun reaches them through); locally "
+    "kubetrain does not run it, since mpirun starts every rank on this machine"
+)
+"""How an MPI worker's own command (`sshd -De`) is taken (shared with the Volcano converter)."""
+
+
 def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], roles: dict[str, Any]) -> None:
     """The fields only some kinds have."""
     s = ("spec",)
@@ -727,6 +760,11 @@ def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], r
             walker.take((*s, "cleanPodPolicy"), "spec.runPolicy.cleanPodPolicy")
             spec.setdefault("runPolicy", {}).setdefault("cleanPodPolicy", clean)
     if op is MPIJOB_V2:
+        mpi: dict[str, Any] = {"mpiJobVersion": "v2beta1"}
+        path = walker.take((*s, "sshAuthMountPath"), "spec.mpi.sshAuthMountPath")
+        if path is not None:
+            mpi["sshAuthMountPath"] = path
+        spec["mpi"] = mpi
         impl = walker.get((*s, "mpiImplementation"))
         if impl == "OpenMPI":
             walker.take((*s, "mpiImplementation"), None)
@@ -737,13 +775,15 @@ def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], r
                 "kubetrain's launcher runs mpirun with Open MPI's "
                 "options (--hostfile, -np); Intel MPI and MPICH read other ones",
             )
-        walker.refuse(
-            (*s, "sshAuthMountPath"),
-            "kubetrain sets up no ssh keys: its MPI launcher starts the ranks "
-            "itself (locally) or through the flavor's own setup",
+        walker.approx(
+            (*s, "launcherCreationPolicy"),
+            None,
+            "kubetrain's launcher starts with the workers and waits until each answers over ssh before mpirun",
         )
-        walker.refuse((*s, "launcherCreationPolicy"), "kubetrain creates the launcher with the workers")
-        walker.refuse((*s, "runLauncherAsWorker"), "kubetrain's launcher replica runs no rank of its own")
+        if walker.get((*s, "runLauncherAsWorker")) is False:
+            walker.take((*s, "runLauncherAsWorker"), None)
+        else:
+            walker.refuse((*s, "runLauncherAsWorker"), "kubetrain's launcher replica runs no rank of its own")
 
 
 def _nproc(walker: SourceWalker, path: Path, spec: dict[str, Any]) -> None:

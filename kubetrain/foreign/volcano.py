@@ -6,7 +6,8 @@ is runPolicy.backoffLimit. Volcano's policies (event → action) map where kubet
 PodFailed → RestartJob is restartPolicy OnFailure, → TerminateJob/AbortJob is Never (a task's own policies its
 role's), PodEvicted → TerminateJob is terminateAfterPreemption. A framework plugin names the framework and which
 task is which role (`pytorch: [--master=master, --worker=worker]`); the `svc` and `env` plugins are what
-kubetrain's volcano flavor uses itself; `ssh` is not needed, kubetrain starts ranks without it.
+kubetrain's volcano flavor uses itself; `ssh` gives MPI workers that run their own sshd their keys (rendered again on
+the volcano flavor; docs/render.md, "MPI over ssh").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
 from .base import FieldTree, SimpleKind, SourceWalker
 from .kubeflow import (
+    HOSTING_PROGRAM,
     convert_template,
     document,
     is_kubetrain_template,
@@ -91,17 +93,16 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
         replicas = walker.take((*task, "replicas"), f"{target}.replicas", default=1)
         own = is_kubetrain_template(walker, (*task, "template"))
         program_role = support_of(framework).program_role
+        launcher = program_role is not None and role == program_role
         converted = convert_template(
             walker,
             (*task, "template"),
             target,
             spec,
-            program=program_role is None or role == program_role,
-            run_target="spec.run" if program_role is not None else None,
-            program_reason="kubetrain's MPI workers run no program of their own: the launcher's mpirun starts "
-            "the ranks on them",
+            run_target="spec.run" if launcher else None,
+            program_note=HOSTING_PROGRAM if program_role is not None and not launcher else None,
         )
-        if program_role is not None and converted.run is not None:
+        if launcher and converted.run is not None:
             spec["run"] = converted.run
             converted.run = None
         if own:
@@ -115,6 +116,7 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
         walker.refuse((*task, "topologyPolicy"), "kubetrain sets no NUMA topology policy")
         walker.refuse((*task, "partitionPolicy"), "kubetrain places no task partitions")
     spec["roles"] = roles
+    _ssh_plugin(walker, spec)
     _job_fields(walker, spec)
     return document(metadata, spec)
 
@@ -157,12 +159,7 @@ def _plugins(walker: SourceWalker) -> tuple[Framework, dict[str, str]]:
                 (*pp, name), None, "kubetrain's volcano flavor adds it itself (stable DNS names, the task index)"
             )
         elif name == "ssh":
-            walker.approx(
-                (*pp, name),
-                None,
-                "kubetrain starts its ranks without ssh (MPI and DeepSpeed "
-                "launchers included); the volcano flavor adds the plugin where mpirun needs it",
-            )
+            continue  # `_ssh_plugin`, once the framework is known
         else:
             walker.refuse(
                 (*pp, name),
@@ -170,6 +167,31 @@ def _plugins(walker: SourceWalker) -> tuple[Framework, dict[str, str]]:
                 "plugins (framework) and svc, env, ssh",
             )
     return framework, task_roles
+
+
+def _ssh_plugin(walker: SourceWalker, spec: dict[str, Any]) -> None:
+    """Passwordless ssh between the pods (for mpirun). Its key folder is `mpi.sshAuthMountPath`; the volcano
+    flavor renders the plugin again for workers that run an sshd of their own, and other flavors mount a key
+    pair of kubetrain's there."""
+    path = ("spec", "plugins", "ssh")
+    if not walker.has(path):
+        return
+    if spec["framework"] != Framework.MPI.value:
+        walker.approx(path, None, "kubetrain starts the ranks of a non-MPI job without ssh; the volcano flavor "
+                      "adds the plugin for a DeepSpeed launcher's own command")
+        return
+    values = dict(_option(str(arg)) for arg in walker.get(path) or [] if isinstance(arg, str))
+    folder = values.pop("--ssh-key-file-path", None) or values.pop("-ssh-key-file-path", None)
+    given_keys = [key for key in ("--ssh-private-key", "--ssh-public-key") if key in values]
+    how = ("kept: the volcano flavor renders the plugin again where the workers run an sshd of their own, other "
+           "flavors a key pair kubetrain makes when it submits; locally mpirun needs no ssh")
+    if given_keys:
+        how += f"; {' and '.join(given_keys)} not used: every job gets a fresh key pair"
+    if folder:
+        spec.setdefault("mpi", {})["sshAuthMountPath"] = folder
+        walker.approx(path, "spec.mpi.sshAuthMountPath", how)
+    else:
+        walker.approx(path, None, how)
 
 
 def _option(arg: str) -> tuple[str, str]:
