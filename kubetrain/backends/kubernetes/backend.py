@@ -37,6 +37,7 @@ from .liveness import Liveness, LivenessCache, no_sign_of_life
 from .liveness import check as check_liveness
 from .logs import LogTarget, Since, read_logs, targets_of
 from .lookup import JobNotFound, Located, PodScope, job_pods, list_jobs, locate
+from .ssh_keys import fill_ssh_secrets
 from .status_map import group_pods, job_status, meta, roles_of
 from .submit import DryRunReport, NameTaken, Submission, dry_run, submit
 from .watch import JobWatch
@@ -222,8 +223,10 @@ class KubernetesBackend:
                 for warning in rendered.warnings:
                     on_warning(warning)
             ns = meta(rendered.root).get("namespace") or self._ns(namespace)
+            # An MPI job's ssh keys: made now, sent to the API server only (the render has none).
+            objects = fill_ssh_secrets(rendered.objects)
             try:
-                return submit(self.kube, rendered.objects, ns, flavor=rendered.flavor, name=rendered.name,
+                return submit(self.kube, objects, ns, flavor=rendered.flavor, name=rendered.name,
                               paused=paused, warnings=rendered.warnings)
             except NameTaken:
                 if job.metadata.name or not job.metadata.name_prefix:
@@ -238,7 +241,9 @@ class KubernetesBackend:
             if on_warning is not None:
                 on_warning(warning)
         ns = meta(rendered.root).get("namespace") or self._ns(namespace)
-        report = dry_run(self.kube, rendered.objects, ns, flavor=rendered.flavor, warnings=rendered.warnings)
+        # Keys the server may check (a kubernetes.io/ssh-auth Secret must have one), stored nowhere.
+        report = dry_run(self.kube, fill_ssh_secrets(rendered.objects), ns, flavor=rendered.flavor,
+                         warnings=rendered.warnings)
         report.engines = self.engines(ns)
         return report
 

@@ -8,6 +8,9 @@
 - A name that is taken is an error for a job with ``metadata.name``. A ``metadata.namePrefix`` job
   behaves like ``generateName``: the backend renders it again under a new random suffix (the name must
   be known before creation, since the replicas' addresses are derived from it).
+- What the pods mount (the files ConfigMap, an MPI job's ssh Secret) is created before the root, whose
+  controller may start pods at once, and then owned by it: a pod never waits for a missing volume, and
+  deleting the root still deletes everything.
 - If a child cannot be created, the root is deleted (its owner references take the rest): no
   half-submitted job stays behind.
 """
@@ -143,9 +146,15 @@ def create_once(kube: Kube, res: Resource, body: JSON, namespace: str, submissio
         attempt += 1
 
 
+def mounted_first(obj: JSON) -> bool:
+    """An object the job's pods mount (the files ConfigMap, the ssh Secret): created before the root."""
+    return obj.get("apiVersion") == "v1" and obj.get("kind") in ("ConfigMap", "Secret")
+
+
 def submit(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str, name: str,
            paused: bool = False, warnings: Sequence[str] = ()) -> Submission:
-    """Create ``objects`` (rendered, root first, without owner references): root, then the rest owned by it."""
+    """Create ``objects`` (rendered, root first, without owner references): what the pods mount, the root, then
+    the rest; everything but the root owned by it."""
     if not objects:
         raise KubernetesError("nothing to submit")
     submission_id = uuid.uuid4().hex[:12]
@@ -153,12 +162,30 @@ def submit(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str, 
     root = tagged[0]
     root_ns = _namespace(root, namespace)
     root_res = kube.resource_for(root["apiVersion"], root["kind"])
-    created_root = create_once(kube, root_res, root, root_ns, submission_id)
+    first = [obj for obj in tagged[1:] if mounted_first(obj)]
+    rest = [obj for obj in tagged[1:] if not mounted_first(obj)]
+    created_first: list[JSON] = []
+    try:
+        for obj in first:
+            res = kube.resource_for(obj["apiVersion"], obj["kind"])
+            created_first.append(create_once(kube, res, obj, _namespace(obj, namespace), submission_id))
+        created_root = create_once(kube, root_res, root, root_ns, submission_id)
+    except BaseException as exc:
+        if created_first and not _delete_all(kube, created_first, namespace):
+            raise exc from None
+        if isinstance(exc, SubmitError) and created_first:
+            raise SubmitError(exc.kind, exc.name, exc.error, rolled_back=True) from None
+        raise
     uid = created_root["metadata"]["uid"]
     ref = {"apiVersion": root["apiVersion"], "kind": root["kind"], "name": root["metadata"]["name"], "uid": uid}
     created = [created_root]
     try:
-        for obj in tagged[1:]:
+        for obj in created_first:
+            meta = obj["metadata"]
+            res = kube.resource_for(obj["apiVersion"], obj["kind"])
+            created.append(kube.merge_patch(res, meta["name"], _namespace(obj, namespace),
+                                            {"metadata": {"ownerReferences": [dict(ref)]}}))
+        for obj in rest:
             obj["metadata"]["ownerReferences"] = [dict(ref)]
             res = kube.resource_for(obj["apiVersion"], obj["kind"])
             created.append(create_once(kube, res, obj, _namespace(obj, namespace), submission_id))
@@ -167,10 +194,23 @@ def submit(kube: Kube, objects: Sequence[JSON], namespace: str, *, flavor: str, 
             kube.delete(root_res, root["metadata"]["name"], root_ns, propagation="Background")
         except ApiError:
             raise exc from None
+        _delete_all(kube, created_first, namespace)  # not owned yet if their patch failed
         if isinstance(exc, SubmitError):
             raise SubmitError(exc.kind, exc.name, exc.error, rolled_back=True) from None
         raise
     return Submission(name, root_ns, flavor, created, list(warnings), submission_id)
+
+
+def _delete_all(kube: Kube, objects: Sequence[JSON], namespace: str) -> bool:
+    """Delete what a failed submission created before its root; False if one could not be."""
+    done = True
+    for obj in objects:
+        try:
+            kube.delete(kube.resource_for(obj["apiVersion"], obj["kind"]), obj["metadata"]["name"],
+                        _namespace(obj, namespace))
+        except ApiError as exc:
+            done = done and exc.status == 404
+    return done
 
 
 # --------------------------------------------------------------------------------------------- dry run

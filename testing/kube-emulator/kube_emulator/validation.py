@@ -425,6 +425,20 @@ def check_config_data(obj: dict[str, Any]) -> list[Cause]:
     return out
 
 
+SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+}
+"""The keys the API server requires of a Secret of these types (its ValidateSecret)."""
+
+
+def check_secret_type(obj: dict[str, Any]) -> list[Cause]:
+    """A typed Secret must carry its type's keys (in data, or in stringData, which the server merges in)."""
+    keys = set(obj.get("data") or {}) | set(obj.get("stringData") or {})
+    return [Cause(f"data[{key}]", "Required value", "FieldValueRequired")
+            for key in SECRET_REQUIRED_KEYS.get(str(obj.get("type") or ""), ()) if key not in keys]
+
+
 NAME_RULES = {("", "namespaces"): "label", ("", "services"): "1035"}
 
 
@@ -439,6 +453,8 @@ def validate(group: str, plural: str, obj: dict[str, Any]) -> list[Cause]:
         out += check_service(obj)
     elif (group, plural) in (("", "configmaps"), ("", "secrets")):
         out += check_config_data(obj)
+        if plural == "secrets":
+            out += check_secret_type(obj)
     return out
 
 
