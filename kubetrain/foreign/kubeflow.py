@@ -760,11 +760,10 @@ def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], r
             walker.take((*s, "cleanPodPolicy"), "spec.runPolicy.cleanPodPolicy")
             spec.setdefault("runPolicy", {}).setdefault("cleanPodPolicy", clean)
     if op is MPIJOB_V2:
-        mpi: dict[str, Any] = {"mpiJobVersion": "v2beta1"}
-        path = walker.take((*s, "sshAuthMountPath"), "spec.mpi.sshAuthMountPath")
+        spec["mpi"] = {"mpiJobVersion": "v2beta1"}
+        path = walker.take((*s, "sshAuthMountPath"), "spec.sshAuthMountPath")
         if path is not None:
-            mpi["sshAuthMountPath"] = path
-        spec["mpi"] = mpi
+            spec["sshAuthMountPath"] = path
         impl = walker.get((*s, "mpiImplementation"))
         if impl == "OpenMPI":
             walker.take((*s, "mpiImplementation"), None)

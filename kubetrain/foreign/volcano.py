@@ -170,28 +170,25 @@ def _plugins(walker: SourceWalker) -> tuple[Framework, dict[str, str]]:
 
 
 def _ssh_plugin(walker: SourceWalker, spec: dict[str, Any]) -> None:
-    """Passwordless ssh between the pods (for mpirun). Its key folder is `mpi.sshAuthMountPath`; the volcano
-    flavor renders the plugin again for workers that run an sshd of their own, and other flavors mount a key
-    pair of kubetrain's there."""
+    """Passwordless ssh between the pods: a key pair at the plugin's folder (`sshAuthMountPath`), which the
+    volcano flavor asks of the plugin again and other flavors make themselves (an MPI job's workers running
+    kubetrain's sshd have keys of their own)."""
     path = ("spec", "plugins", "ssh")
     if not walker.has(path):
-        return
-    if spec["framework"] != Framework.MPI.value:
-        walker.approx(path, None, "kubetrain starts the ranks of a non-MPI job without ssh; the volcano flavor "
-                      "adds the plugin for a DeepSpeed launcher's own command")
         return
     values = dict(_option(str(arg)) for arg in walker.get(path) or [] if isinstance(arg, str))
     folder = values.pop("--ssh-key-file-path", None) or values.pop("-ssh-key-file-path", None)
     given_keys = [key for key in ("--ssh-private-key", "--ssh-public-key") if key in values]
-    how = ("kept: the volcano flavor renders the plugin again where the workers run an sshd of their own, other "
-           "flavors a key pair kubetrain makes when it submits; locally mpirun needs no ssh")
+    spec["sshAuthMountPath"] = folder or SSH_PLUGIN_FOLDER
+    how = ("kept: the volcano flavor renders the plugin again, other flavors mount a key pair kubetrain makes when it "
+           "submits the job at the same folder; locally the processes need no ssh")
     if given_keys:
         how += f"; {' and '.join(given_keys)} not used: every job gets a fresh key pair"
-    if folder:
-        spec.setdefault("mpi", {})["sshAuthMountPath"] = folder
-        walker.approx(path, "spec.mpi.sshAuthMountPath", how)
-    else:
-        walker.approx(path, None, how)
+    walker.approx(path, "spec.sshAuthMountPath", how)
+
+
+SSH_PLUGIN_FOLDER = "/root/.ssh"
+"""Where Volcano's ssh plugin mounts the keys unless told (its --ssh-key-file-path)."""
 
 
 def _option(arg: str) -> tuple[str, str]:

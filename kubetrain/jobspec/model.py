@@ -320,27 +320,14 @@ class Scheduling(SpecModel):
 
 
 class Mpi(SpecModel):
-    """How an MPI job's launcher reaches its worker pods on Kubernetes (framework mpi). Locally mpirun starts
-    every rank on this machine, without ssh: none of this is used there."""
+    """MPI on Kubernetes (framework mpi). Locally mpirun starts every rank on this machine, without ssh: none of
+    this is used there."""
 
-    ssh_auth_mount_path: str | None = None
-    """Where the job's ssh key pair is mounted in the launcher and the workers, as `id_rsa`, `id_rsa.pub` and
-    `authorized_keys` (the MPI Operator's sshAuthMountPath; the Volcano ssh plugin's --ssh-key-file-path):
-    for workers that run their own sshd (`roles.worker.run`, e.g. `/usr/sbin/sshd -De`), whose sshd and the
-    launcher's ssh read the user's ~/.ssh. Default /root/.ssh for such workers. Workers without a run of
-    their own run kubetrain's sshd, which needs no such path."""
     mpi_job_version: Literal["v1", "v2beta1"] = "v1"
     """The MPIJob the kubeflow flavor renders: v1, the training operator's (its launcher reaches the workers
     with kubectl exec), or v2beta1, the MPI Operator's (over ssh, with a key pair the operator makes; the
     workers run the image's /usr/sbin/sshd -De unless they name their own run). Other flavors render no
     MPIJob."""
-
-    @field_validator("ssh_auth_mount_path")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError("must be an absolute path (the folder the keys are mounted at)")
-        return value
 
 
 class PodOptions(SpecModel):
@@ -491,9 +478,22 @@ class JobSpec(ReplicaSettings):
     """Elastic training (pytorch, deepspeed): the worker role may shrink and grow in [minReplicas,
     maxReplicas] while the job runs. `enabled: false` ignores the block."""
     scheduling: Scheduling = Field(default_factory=Scheduling)
+    ssh_auth_mount_path: str | None = None
+    """On Kubernetes, give the job's pods an ssh key pair of their own, mounted in each at this folder as
+    `id_rsa`, `id_rsa.pub` and `authorized_keys` (the MPI Operator's sshAuthMountPath; Volcano's ssh plugin's
+    --ssh-key-file-path): for programs that ssh between the pods themselves, such as MPI workers that run their
+    own sshd (`roles.worker.run: {exec: [/usr/sbin/sshd, -De]}`, where /root/.ssh is the default) or an mpiexec
+    of your own. MPI workers without a program of their own need none: they run kubetrain's sshd, with keys of
+    its own. Locally, processes need no ssh."""
     mpi: Mpi | None = None
-    """MPI over ssh on Kubernetes (framework mpi): where the key pair is mounted for workers that run their own
-    sshd, and which MPIJob the kubeflow flavor renders."""
+    """MPI on Kubernetes (framework mpi): which MPIJob the kubeflow flavor renders."""
+
+    @field_validator("ssh_auth_mount_path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path (the folder the keys are mounted at)")
+        return value
 
     @field_validator("roles")
     @classmethod

@@ -355,7 +355,7 @@ PADDLE_SINK = """\
             {
                 "spec.slotsPerWorker": "spec.roles.worker.procsPerReplica",
                 "apiVersion": "spec.mpi.mpiJobVersion",
-                "spec.sshAuthMountPath": "spec.mpi.sshAuthMountPath",
+                "spec.sshAuthMountPath": "spec.sshAuthMountPath",
                 "spec.runLauncherAsWorker": None,  # false: what kubetrain's launcher does
             },
             {

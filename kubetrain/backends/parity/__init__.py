@@ -427,12 +427,11 @@ ROWS: list[Row] = [
         row("spec.scheduling.terminateAfterPreemption", {"spec.scheduling.terminateAfterPreemption": True},
             local=_NO_PREEMPTION, kubeflow=refused("the operator restarts preempted pods")),
     ]),
-    *_section("MPI over ssh", [
-        row("spec.mpi.sshAuthMountPath", {**_MPI, "spec.mpi": {"sshAuthMountPath": "/home/mpiuser/.ssh"}},
-            baseline=_MPI, local=ignored("mpirun starts every rank on this machine, without ssh"),
-            kube=ok("the job's key pair mounted there as id_rsa, id_rsa.pub and authorized_keys"),
-            kubeflow=refused("the training operator's MPIJob v1 reaches its workers with kubectl exec, without "
-                             "ssh keys: set mpi.mpiJobVersion: v2beta1")),
+    *_section("ssh between pods", [
+        row("spec.sshAuthMountPath", {"spec.sshAuthMountPath": "/home/trainer/.ssh"},
+            local=ignored("processes on this machine need no ssh"),
+            kube=ok("a key pair of the job's mounted there as id_rsa, id_rsa.pub and authorized_keys"),
+            volcano=ok("Volcano's ssh plugin, with that folder")),
         row("spec.mpi.mpiJobVersion", {**_MPI, "spec.mpi": {"mpiJobVersion": "v2beta1"}}, when="v2beta1",
             baseline=_MPI, local=same(_ONLY_KUBEFLOW_MPIJOB), kube=same(_ONLY_KUBEFLOW_MPIJOB),
             kubeflow=ok("the MPI Operator's MPIJob (kubeflow.org/v2beta1)")),

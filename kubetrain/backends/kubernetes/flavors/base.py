@@ -189,11 +189,16 @@ class Flavor:
         """The workload object(s), root first; problems go to `ctx.problems`."""
         raise NotImplementedError
 
-    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
-        """Who makes the ssh key pair an MPI launcher reaches its workers with (render/mpi_ssh.py): kubetrain,
-        in a Secret it fills when it submits the job (the default); the engine ("plugin": Volcano's ssh plugin;
-        "operator": the MPI Operator); None: the engine reaches the workers without ssh (kubectl exec)."""
-        return "kubetrain"
+    def ssh_keys(self, ctx: Ctx) -> Literal["plugin", "operator"] | None:
+        """Who makes the key pair of a job's ssh between its pods for programs with an sshd of their own
+        (render/mpi_ssh.py): the engine ("plugin": Volcano's ssh plugin; "operator": the MPI Operator), or
+        None: kubetrain, in a Secret it fills when it submits the job. kubetrain's own sshd (MPI workers without
+        a program of their own) always runs with kubetrain's keys."""
+        return None
+
+    def mpi_over_ssh(self, ctx: Ctx) -> bool:
+        """An MPI launcher reaches its workers over ssh (False: the engine's own way, kubectl exec)."""
+        return True
 
     # -- status ----------------------------------------------------------------------------------------
 

@@ -177,9 +177,13 @@ class KubeflowFlavor(Flavor):
         return [{"apiVersion": api_version, "kind": kind.kind,
                  "metadata": ctx.metadata(ctx.layout.base, queue_label=True), "spec": spec}]
 
-    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
-        """The MPI Operator makes the keys (v2beta1); the training operator's launcher uses kubectl exec."""
+    def ssh_keys(self, ctx: Ctx) -> Literal["plugin", "operator"] | None:
+        """The MPI Operator makes the keys of its MPIJob (v2beta1)."""
         return "operator" if _mpi_v2(ctx.spec) else None
+
+    def mpi_over_ssh(self, ctx: Ctx) -> bool:
+        """The training operator's MPIJob (v1) launcher reaches its workers with kubectl exec."""
+        return _mpi_v2(ctx.spec)
 
     # -- status ----------------------------------------------------------------------------------------
 
@@ -255,11 +259,6 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
         ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
                                  hint="the training operator has a kind per framework, none for generic jobs")
         return None
-    mpi = ctx.spec.mpi
-    if mpi is not None and mpi.ssh_auth_mount_path is not None and not _mpi_v2(ctx.spec):
-        ctx.problems.add(("spec", "mpi", "sshAuthMountPath"), "the training operator's MPIJob v1 reaches its "
-                         "workers with kubectl exec, without ssh keys", hint="set mpi.mpiJobVersion: v2beta1 (the "
-                         "MPI Operator's MPIJob), or render with another flavor")
     if ctx.launcher_style and not kind.launcher_role:
         title = _TITLES.get(framework.value, framework.value)
         ctx.problems.unsupported(("spec", "roles", "launcher"), f"a {title} launcher role", ctx.flavor.name, others,

@@ -124,11 +124,10 @@ class VolcanoFlavor(Flavor):
             "The job and kubeflow flavors scale"
         )
 
-    def mpi_keys(self, ctx: Ctx) -> Literal["kubetrain", "plugin", "operator"] | None:
-        """Volcano's ssh plugin makes the keys of workers that run an sshd of their own (as in Volcano's own
-        MPI jobs); kubetrain's sshd, which works as any user, runs with kubetrain's Secret."""
-        own = any(v.hosting and v.argv is not None for v in ctx.roles)
-        return "plugin" if own else "kubetrain"
+    def ssh_keys(self, ctx: Ctx) -> Literal["plugin", "operator"] | None:
+        """Volcano's ssh plugin makes the keys of programs with an sshd of their own (as in Volcano's own MPI
+        jobs), at their folder."""
+        return "plugin"
 
     # -- status ----------------------------------------------------------------------------------------
 

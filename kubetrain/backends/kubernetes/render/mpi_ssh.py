@@ -31,6 +31,7 @@ is named.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -96,7 +97,7 @@ Host *
 
 @dataclass(frozen=True)
 class Transport:
-    """How this job's launcher reaches its workers on this flavor."""
+    """The ssh between this job's pods on this flavor."""
 
     keys: Keys
     """Who makes the key pair: kubetrain (a Secret filled when submitted), Volcano's ssh plugin, the MPI
@@ -104,9 +105,11 @@ class Transport:
     kubetrain_sshd: bool
     """The workers run kubetrain's sshd (they have no program of their own)."""
     auth_path: str | None
-    """Where the keys are mounted in the MPI Operator's layout (workers running their own sshd)."""
+    """Where the keys are mounted in the MPI Operator's layout (for programs with an ssh of their own)."""
     worker_program: tuple[str, ...] | None
-    """What workers without a program of their own run: kubetrain's sshd, or the operator's default."""
+    """What MPI workers without a program of their own run: kubetrain's sshd, or the operator's default."""
+    launcher: bool = True
+    """An MPI launcher's mpirun reaches the workers over it (it waits for them, with these ssh options)."""
 
 
 @dataclass
@@ -124,18 +127,18 @@ class RoleSsh:
 
 
 def transport(ctx: Ctx) -> Transport | None:
-    """The job's MPI transport on this flavor; None for other frameworks and for kubectl exec."""
-    if ctx.spec.framework is not Framework.MPI:
-        return None
-    keys = ctx.flavor.mpi_keys(ctx)
-    if keys is None:
-        return None
-    own = any(v.hosting and v.argv is not None for v in ctx.roles)
-    asked = ctx.spec.mpi.ssh_auth_mount_path if ctx.spec.mpi is not None else None
-    if keys == "kubetrain" and not own:
-        return Transport(keys, True, asked, sshd_argv(FILES_DIR))
-    program = (SSHD, "-De") if keys == "operator" else None
-    return Transport(keys, False, asked or DEFAULT_AUTH_PATH, program)
+    """The ssh between the job's pods on this flavor: an MPI launcher's to its workers, or keys the job asks for
+    (`sshAuthMountPath`) for ssh of its own; None: none."""
+    path = ctx.spec.ssh_auth_mount_path
+    engine = ctx.flavor.ssh_keys(ctx)
+    if ctx.spec.framework is not Framework.MPI or not ctx.flavor.mpi_over_ssh(ctx):
+        # Keys only, for the job's own ssh (the training operator's MPIJob v1 launcher uses kubectl exec).
+        return Transport(engine or "kubetrain", False, path, None, launcher=False) if path else None
+    if engine == "operator":
+        return Transport(engine, False, path or DEFAULT_AUTH_PATH, (SSHD, "-De"))
+    if not any(v.hosting and v.argv is not None for v in ctx.roles):
+        return Transport("kubetrain", True, path, sshd_argv(FILES_DIR))
+    return Transport(engine or "kubetrain", False, path or DEFAULT_AUTH_PATH, None)
 
 
 def secret_name(ctx: Ctx) -> str:
@@ -161,20 +164,23 @@ def apply(ctx: Ctx) -> None:
                  "--from-file=ssh-privatekey=key --from-file=ssh-publickey=key.pub --from-file=known_hosts=<(echo "
                  "\"* $(cat key.pub)\"))")
     for view in ctx.roles:
-        if view.hosting and runs_sshd(view.argv):
-            ctx.warn(f"role {view.role}: its pods run sshd for the launcher's mpirun: the image needs OpenSSH's "
-                     f"server ({SSHD}) and, for the launcher, its client (ssh), and the user it runs as must "
-                     "exist in the image (/etc/passwd)")
+        if runs_sshd(view.argv):
+            ctx.warn(f"role {view.role}: its pods run sshd, which the other pods reach with the job's key pair: the "
+                     f"image needs OpenSSH's server ({SSHD}) and client (ssh), and the user it runs as must exist "
+                     "in the image (/etc/passwd)")
     envfrom = [v.role for v in ctx.roles if not v.hosting and v.settings.env_from]
-    if envfrom:
+    if envfrom and ctx.ssh.launcher:
         ctx.warn(f"role {envfrom[0]}: the variables of envFrom do not reach the ranks mpirun starts in the worker "
                  "pods (their names are not known before the pod runs): list them in env, or pass -x NAME in "
                  "run.otherArgs")
 
 
+_SSHD_WORD = re.compile(r"(^|[/\s;&|(])sshd($|[\s;&|)])")
+
+
 def runs_sshd(argv: Sequence[str] | None) -> bool:
-    """The program serves ssh: sshd itself, or a shell line that starts it (`mkdir -p /run/sshd && ...`)."""
-    return argv is not None and any("sshd" in os.path.basename(word) or "sshd " in word for word in argv)
+    """The program serves ssh: sshd itself, or a shell line that starts it (`mkdir -p /run/sshd; sshd -D`)."""
+    return argv is not None and any(_SSHD_WORD.search(word) for word in argv)
 
 
 def objects(ctx: Ctx) -> list[dict[str, Any]]:
@@ -211,13 +217,12 @@ def for_role(ctx: Ctx, view: RoleView) -> RoleSsh:
         if ssh.auth_path is not None:
             out.volumes.append(_auth_volume(ctx, ssh.auth_path))
             out.mounts.append({"name": AUTH_VOLUME, "mountPath": ssh.auth_path, "readOnly": True})
-    if view.hosting:
-        if runs_sshd(view.argv):
-            out.lines += _sshd_lines(view)
-            out.capabilities = _root_capabilities(ctx, view)
-        if ssh.kubetrain_sshd:
-            out.readiness_probe = {"tcpSocket": {"port": PORT}, "periodSeconds": 2}
-    elif view.argv is not None and view.argv[:1] == ("mpirun",):
+    if runs_sshd(view.argv):
+        out.lines += _sshd_lines(view)
+        out.capabilities = _root_capabilities(ctx, view)
+    if view.hosting and ssh.kubetrain_sshd:
+        out.readiness_probe = {"tcpSocket": {"port": PORT}, "periodSeconds": 2}
+    if ssh.launcher and not view.hosting and view.argv is not None and view.argv[:1] == ("mpirun",):
         if ssh.kubetrain_sshd:
             out.env["OMPI_MCA_plm_rsh_args"] = f"-F {FILES_DIR}/{SSH_CONFIG}"
         elif ssh.keys != "operator":  # the operator sets its own
@@ -259,7 +264,7 @@ def _wait_lines() -> list[str]:
         "    kt_n=$((kt_n + 1))",
         '    if [ "$kt_n" -ge "$kt_tries" ]; then',
         '      echo "kubetrain: $kt_host does not answer over ssh after $kt_n tries:" >&2',
-        '      ssh -n $OMPI_MCA_plm_rsh_args -o BatchMode=yes -o ConnectTimeout=5 "$kt_host" true',
+        '      ssh -n $OMPI_MCA_plm_rsh_args -o BatchMode=yes -o ConnectTimeout=5 "$kt_host" true || :',
         "      exit 1",
         "    fi",
         "    sleep 1",
@@ -280,7 +285,7 @@ def _root_capabilities(ctx: Ctx, view: RoleView) -> tuple[str, ...]:
     if missing:
         ctx.warn(f"role {view.role}: capabilities {', '.join(missing)} added to its pods: sshd running as root needs "
                  "them (privilege separation); run it as a user of the image (security.runAsUid, and "
-                 "mpi.sshAuthMountPath for an sshd of the image's own) to keep every capability dropped")
+                 "sshAuthMountPath for an sshd of the image's own) to keep every capability dropped")
     return tuple(missing)
 
 
