@@ -135,9 +135,9 @@ def secret_data(pair: KeyPair) -> dict[str, str]:
 
 
 def needs_keys(obj: dict[str, Any]) -> bool:
-    """A Secret the render left for the submitter to fill with a new key pair."""
+    """A Secret the render left for the submitter to fill with a new key pair (and not filled yet)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return obj.get("kind") == "Secret" and SSH_KEYS_ANNOTATION in annotations
+    return obj.get("kind") == "Secret" and SSH_KEYS_ANNOTATION in annotations and not obj.get("data")
 
 
 def fill_ssh_secrets(objects: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
