@@ -5,9 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: OpenMPI for the MPI tests, chromium and its driver for the web view's browser tests.
+# Debian packages: OpenMPI for the MPI tests, OpenSSH's server and Debian's mpi4py for MPI over ssh as the
+# rendered pods run it (tests/kubernetes/test_mpi_ssh.py), chromium and its driver for the web view's browser tests.
 missing=()
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+/usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
