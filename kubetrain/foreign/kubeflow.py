@@ -593,7 +593,7 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
             run_target="spec.run" if launcher else None,
             port_name=op.port_name,
             program_note=HOSTING_PROGRAM if hosts_only else None,
-            transform=_mpirun if launcher else None,
+            transform=mpirun_run if launcher else None,
         )
         if launcher and template.run is not None:
             spec["run"] = template.run
@@ -656,7 +656,7 @@ _MPIRUN_PLACEMENT = frozenset(
 _MPIRUN_ROOT = frozenset({"--allow-run-as-root", "-allow-run-as-root"})
 
 
-def _mpirun(run: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def mpirun_run(run: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The launcher's `mpirun [options] program ...` → kubetrain's mpi run: the program, and the options other
     than those kubetrain writes itself (-np, the hostfile, running as root) in otherArgs."""
     argv = run.get("exec")
@@ -857,6 +857,7 @@ __all__ = [
     "RoleTemplate",
     "convert_template",
     "document",
+    "mpirun_run",
     "object_fields",
     "program_run",
     "role_data",

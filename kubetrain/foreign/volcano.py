@@ -24,6 +24,7 @@ from .kubeflow import (
     convert_template,
     document,
     is_kubetrain_template,
+    mpirun_run,
     object_fields,
     role_data,
     take_object_metadata,
@@ -101,6 +102,7 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
             spec,
             run_target="spec.run" if launcher else None,
             program_note=HOSTING_PROGRAM if program_role is not None and not launcher else None,
+            transform=mpirun_run if launcher else None,
         )
         if launcher and converted.run is not None:
             spec["run"] = converted.run

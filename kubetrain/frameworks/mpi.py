@@ -45,7 +45,7 @@ def wire(ctx: WireContext) -> RoleWiring:
     if ctx.role != LAUNCHER:
         return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, (), files={HOSTFILE: hosts})
     run = run_of(ctx)
-    ranks = ctx.topology.roles["worker"] * ctx.procs
+    ranks = ctx.topology.roles["worker"] * ctx.procs_of("worker")  # the workers' slots, not the launcher's
     program = program_argv(run.model_copy(update={"other_args": []}))
     env.update(
         {

@@ -19,6 +19,7 @@ from kubetrain.backends.kubernetes.submit import SubmitError
 from kubetrain.jobspec import from_dict
 from tests.support.cluster import Cluster, emulated, job_doc  # noqa: F401
 
+
 def mpi_doc(name: str) -> dict[str, object]:
     return job_doc(name, framework="mpi")
 

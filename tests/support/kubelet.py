@@ -50,7 +50,7 @@ def pod_templates(objects: list[Manifest]) -> dict[str, Manifest]:
         elif obj["apiVersion"].startswith("batch.volcano.sh/"):
             for task in spec["tasks"]:
                 out[task["name"]] = task["template"]
-        elif obj["apiVersion"] == "kubeflow.org/v1":
+        elif obj["apiVersion"].startswith("kubeflow.org/"):
             key = next(k for k in spec if k.endswith("ReplicaSpecs"))
             for rtype, rspec in spec[key].items():
                 out[rtype.lower()] = rspec["template"]
