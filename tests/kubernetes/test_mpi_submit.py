@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.kubernetes.client.errors import ApiError
+from kubetrain.backends.kubernetes.flavors import FlavorUnavailable
 from kubetrain.backends.kubernetes.render import render_manifests, to_yaml
 from kubetrain.backends.kubernetes.ssh_keys import KNOWN_HOSTS, PRIVATE_KEY, PUBLIC_KEY, key_pair, public_key
 from kubetrain.backends.kubernetes.submit import SubmitError
@@ -119,3 +120,35 @@ def test_the_key_derivation_is_rfc_8032s() -> None:
     for secret, public in vectors.items():
         assert public_key(bytes.fromhex(secret)).hex() == public
     assert "private=<hidden>" in repr(key_pair("t"))
+
+
+@pytest.mark.kube_crds("mpijobs.kubeflow.org.v2beta1")
+def test_a_cluster_with_the_mpi_operator_alone_runs_v2beta1_mpijobs(emulated: Cluster) -> None:
+    """Only the MPI Operator's MPIJob is served: the kubeflow flavor submits an MPI job rendered for it (the
+    operator makes the keys: no Secret of kubetrain's), and says what to set for one rendered as v1."""
+    emu = emulated.emu
+    assert emu is not None
+    b = emulated.backend()
+    assert b.capabilities().flavors() == ["job", "kubeflow"]
+    v2 = from_dict(job_doc("ring", framework="mpi", mpi={"mpiJobVersion": "v2beta1"}))
+    sub = b.submit(v2, flavor="kubeflow")
+    assert (sub.root["apiVersion"], sub.root["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    assert emu.objects("secrets") == []
+    with pytest.raises(FlavorUnavailable, match=r"as a MPIJob \(kubeflow\.org/v1\).*set mpi\.mpiJobVersion"):
+        b.submit(from_dict(job_doc("ring-v1", framework="mpi")), flavor="kubeflow")
+
+
+def test_validate_says_what_the_image_needs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`kubetrain validate --backend kubernetes`: an MPI job's workers run sshd, so the image needs OpenSSH, and
+    as root they get three capabilities: both said before anything runs."""
+    from kubetrain.cli.main import main
+
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: kubetrain.dev/v1alpha1\nkind: TrainJob\nmetadata: {name: ring}\nspec:\n"
+                    "  framework: mpi\n  image: registry.example.com/mpi:1\n  replicas: 2\n"
+                    "  run: {python: [ring.py]}\n", encoding="utf-8")
+    assert main(["validate", str(path), "--backend", "kubernetes", "--flavor", "job"]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "its pods run sshd" in text and "the image needs OpenSSH's server (/usr/sbin/sshd)" in text
+    assert "capabilities SETUID, SETGID, SYS_CHROOT added to its pods" in text
