@@ -36,9 +36,8 @@ from tests.support.manifest_schemas import assert_valid
 
 FOREIGN = EXAMPLES / "foreign"
 SHARED_CRDS = Path(__file__).resolve().parents[1] / "data" / "crds"
-"""Upstream CRDs the examples are written against that the emulator does not ship, since no flavor renders
-them (XGBoostJob, PaddleJob; sources in tests/data/crds/SOURCES.md). The MPI Operator's v2beta1 MPIJob, which the
-kubeflow flavor renders, is the emulator's (installed instead of the v1 CRD where a test asks for it)."""
+"""Upstream CRDs the examples are written against that the emulator does not ship by default (XGBoostJob,
+PaddleJob and the MPI Operator's v2beta1 MPIJob; sources in tests/data/crds/SOURCES.md)."""
 
 
 # -- upstream schemas -------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kubetrain.backends.kubernetes.ssh_keys import KNOWN_HOSTS, PRIVATE_KEY, PUB
 from kubetrain.backends.kubernetes.submit import SubmitError
 from kubetrain.jobspec import from_dict
 from tests.support.cluster import Cluster, emulated, job_doc  # noqa: F401
+from tests.support.manifest_schemas import TEST_CRD_DIR
 
 
 def mpi_doc(name: str) -> dict[str, object]:
@@ -122,12 +123,14 @@ def test_the_key_derivation_is_rfc_8032s() -> None:
     assert "private=<hidden>" in repr(key_pair("t"))
 
 
-@pytest.mark.kube_crds("mpijobs.kubeflow.org.v2beta1")
+@pytest.mark.kube_crds()
 def test_a_cluster_with_the_mpi_operator_alone_runs_v2beta1_mpijobs(emulated: Cluster) -> None:
     """Only the MPI Operator's MPIJob is served: the kubeflow flavor submits an MPI job rendered for it (the
     operator makes the keys: no Secret of kubetrain's), and says what to set for one rendered as v1."""
     emu = emulated.emu
     assert emu is not None
+    emu.add_crd_dir(TEST_CRD_DIR)
+    emu.install_crds(["mpijobs.kubeflow.org.v2beta1"])
     b = emulated.backend()
     assert b.capabilities().flavors() == ["job", "kubeflow"]
     v2 = from_dict(job_doc("ring", framework="mpi", mpi={"mpiJobVersion": "v2beta1"}))
