@@ -85,4 +85,4 @@ def forwarded(ctx: WireContext, env: dict[str, Value]) -> list[str]:
 
 SUPPORT = FrameworkSupport(Framework.MPI, wire, default_port=2222, implied_roles={LAUNCHER: 1},
                            kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"),
-                           program_role=LAUNCHER)
+                           program_role=LAUNCHER, ssh_launcher=True)

@@ -34,6 +34,8 @@ SINGLE_REPLICA_ROLES: dict[Framework, tuple[str, ...]] = {
 }
 
 ELASTIC_FRAMEWORKS = (Framework.PYTORCH, Framework.DEEPSPEED)
+MPI_FRAMEWORKS = (Framework.MPI,)
+"""Frameworks whose jobs may carry `spec.mpi` (an MPIJob's settings)."""
 
 
 @dataclass(frozen=True)

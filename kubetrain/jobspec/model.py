@@ -24,7 +24,7 @@ from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
 from ..contract.naming import is_dns_label, is_label_key, is_label_value
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
-from .frameworks import ELASTIC_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
+from .frameworks import ELASTIC_FRAMEWORKS, MPI_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
 from .mounts import MountInput
 from .pod_template import PodTemplate, has_args_only, template_program
 from .resources import ResourceList, Resources
@@ -540,9 +540,10 @@ class JobSpec(ReplicaSettings):
         if self.elastic is not None:
             problems += self._elastic_problems(self.elastic)
         problems += self._restart_problems()
-        if self.mpi is not None and self.framework is not Framework.MPI:
-            problems.append(FieldError(("mpi",), f"applies to framework mpi, not {self.framework.value}",
-                                       hint="set framework: mpi, or remove mpi"))
+        if self.mpi is not None and self.framework not in MPI_FRAMEWORKS:
+            names = ", ".join(f.value for f in MPI_FRAMEWORKS)
+            problems.append(FieldError(("mpi",), f"applies to framework {names}, not {self.framework.value}",
+                                       hint=f"set framework: {names}, or remove mpi"))
         if self.run_policy.suspend and self.run_mode == "Debug":
             problems.append(FieldError(("runPolicy", "suspend"), "conflicts with runMode: Debug"))
         total = sum(self.role_replicas().values())

@@ -40,11 +40,12 @@ from ....contract.labels import SSH_KEYS_ANNOTATION
 from ....contract.naming import child_name
 from ....frameworks import support_of
 from ....frameworks.mpi import SSHD, SSHD_CONFIG, sshd_argv
-from ....jobspec import Framework, Security
+from ....frameworks.mpi import SUPPORT as mpi_support
+from ....jobspec import Security
 from .context import FILES_DIR, Ctx, RoleView
 from .entrypoint import quote
 
-PORT = support_of(Framework.MPI).default_port
+PORT = mpi_support.default_port
 """The port of kubetrain's sshd (the mpi framework's port, in KUBETRAIN_CLUSTER's addresses)."""
 KEYS_DIR = "/etc/kubetrain-ssh"
 """The job's Secret: ssh-privatekey, ssh-publickey, known_hosts."""
@@ -131,7 +132,7 @@ def transport(ctx: Ctx) -> Transport | None:
     (`sshAuthMountPath`) for ssh of its own; None: none."""
     path = ctx.spec.ssh_auth_mount_path
     engine = ctx.flavor.ssh_keys(ctx)
-    if ctx.spec.framework is not Framework.MPI or not ctx.flavor.mpi_over_ssh(ctx):
+    if not support_of(ctx.spec.framework).ssh_launcher or not ctx.flavor.mpi_over_ssh(ctx):
         # Keys only, for the job's own ssh (the training operator's MPIJob v1 launcher uses kubectl exec).
         return Transport(engine or "kubetrain", False, path, None, launcher=False) if path else None
     if engine == "operator":
