@@ -160,8 +160,8 @@ def apply(ctx: Ctx) -> None:
         ctx.files[SSH_CONFIG] = SSH_CONFIG_TEXT
     if ctx.ssh.keys == "kubetrain":
         ctx.warn(f"Secret {secret_name(ctx)}: kubetrain makes the job's ssh key pair when it submits the job, so "
-                 "the rendered Secret has no keys; to apply the manifests yourself, fill it first (ssh-keygen "
-                 "-t ed25519 -N '' -f key; kubectl create secret generic ... --type=kubernetes.io/ssh-auth "
+                 "the rendered Secret has no keys; to apply these manifests without kubetrain, fill it first "
+                 "(ssh-keygen -t ed25519 -N '' -f key; kubectl create secret generic ... --type=kubernetes.io/ssh-auth "
                  "--from-file=ssh-privatekey=key --from-file=ssh-publickey=key.pub --from-file=known_hosts=<(echo "
                  "\"* $(cat key.pub)\"))")
     for view in ctx.roles:
