@@ -3,8 +3,9 @@
 
 The recorder is a MutationObserver on the whole document. On every change it notes, once, the wall-clock
 time (`performance.timeOrigin + performance.now()`, the machine's clock as Python's `time.time()` reads it)
-at which the page first showed something: a replica's grid cell with a phase, the log count reaching a
-number, the log's end marker, a live update of the jobs table. Times are taken in the page, when the DOM
+at which the page first showed something: its content (fetched with the token into the layout), a replica's
+grid cell with a phase, the log count reaching a number, the log's end marker, a live update of the jobs
+table. Times are taken in the page, when the DOM
 changed, so how often selenium looks does not change them; selenium waits for a mark with an async
 script that the recorder answers when the mark is set (no polling, no sleeps).
 """
@@ -34,6 +35,7 @@ RECORDER = r"""
     document.querySelectorAll("#replicas tbody tr").forEach(function (tr) {
       if (tr.cells.length > 2) mark("replica " + tr.getAttribute("data-replica") + " " + tr.cells[2].textContent);
     });
+    if (document.querySelector("#view > .view")) mark("content");
     var count = document.getElementById("log-count");
     if (count && count.textContent) mark("log " + count.textContent);
     if (document.querySelector("#log .log-end")) mark("log end");

@@ -78,7 +78,7 @@ def main() -> int:
                     "[...document.querySelectorAll('#metrics img.plot')].every(i => i.complete && i.naturalWidth)"
                 )
             )
-            driver.get(bg.url + "/")
+            driver.get(bg.url + "/")  # the page keeps the token of the first address for this origin
             WebDriverWait(driver, 30).until(
                 lambda d: "resnet-ddp" in d.execute_script("return document.getElementById('jobs').innerText")
             )

@@ -1,15 +1,17 @@
 """The web view's ASGI app (Starlette): pages, server-sent events, metric plots and actions.
 
-Routes:
+Routes (every one but the page addresses and `/static/` needs `Authorization: Bearer <token>`):
 
-- `GET /`: the jobs table; `GET /events?have=DIGEST`: its updates (event `jobs`: the rows that changed and,
-  when it moved, the rows' order; see `table_diff.py`).
-- `GET /jobs/{backend}/{id}`: a job's page; `GET .../events?role=&index=&grep=&tail=`: its one stream
+- `GET /` and `GET /jobs/{backend}/{id}`: the page addresses, answered to anyone with the one layout
+  (`pages.SHELL`), whose script asks for the rest with the token.
+- `GET /content`: the jobs table; `GET /events?have=DIGEST`: its updates (event `jobs`: the rows that changed
+  and, when it moved, the rows' order; see `table_diff.py`).
+- `GET /jobs/{backend}/{id}/content`: a job's page; `GET .../events?role=&index=&grep=&tail=`: its one stream
   (`status`: the page's data; `metrics`: the metric names and how many samples there are, which the page
   turns into new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters,
   followed). One stream per page: a browser holds at most 6 connections to one host for all its tabs.
 - `GET .../plot.svg?name=METRIC&x=step|time&scale=linear|log`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
-- `POST .../{cancel|suspend|resume|delete}`: an action (CSRF token and same origin required).
+- `POST .../{cancel|suspend|resume|delete}`: an action (from this origin, when a browser says where from).
 
 Blocking backend calls run in threads; followers of logs and metrics run on threads of their own and hand
 their records to the event loop (`call_soon_threadsafe`). The log's grep is searched with the `regex` module
@@ -31,7 +33,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
 
 import regex  # type: ignore[import-untyped]
 from starlette.applications import Starlette
@@ -47,7 +48,7 @@ from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
 from .metrics_tracker import MetricsTracker
-from .security import Guard, new_session
+from .security import Guard
 from .sources import Source
 from .table_diff import TableState, is_empty, rows_digest
 from .views import ACTIONS
@@ -67,7 +68,7 @@ GREP_LINE_SECONDS = 1.0
 """How long the page's grep may search one line before it is given up as too slow (a usual expression takes
 microseconds, a few milliseconds on a line of a megabyte; one that backtracks may take years)."""
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
@@ -81,20 +82,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # -- security middleware ------------------------------------------------------------------------------
 
 
-def _cookies(scope: Scope) -> dict[str, str]:
-    """The request's cookies, each `name=value` pair on its own: a browser sends the cookies of every app
-    on this host (ports do not separate cookies), and one of theirs that a strict parser refuses (JSON in a
-    value, a space) must not hide kubetrain's own and lock the user out."""
-    out: dict[str, str] = {}
-    for name, value in scope.get("headers", []):
-        if name == b"cookie":
-            for pair in value.decode("latin-1").split(";"):
-                key, sep, val = pair.strip().partition("=")
-                if sep and key:
-                    out.setdefault(key, val.strip().strip('"'))
-    return out
-
-
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key == name:
@@ -102,9 +89,27 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+PAGE_PATH = re.compile(r"/|/jobs/[^/]+/[^/]+")
+"""The addresses a person opens: they answer anyone with `pages.SHELL`, which holds no job data."""
+UNAUTHORIZED = (
+    "kubetrain ui: this needs the page's token: open the address kubetrain ui printed at start "
+    "(it ends with #token=...), or send Authorization: Bearer <token>"
+)
+
+
+def is_public(scope: Scope) -> bool:
+    """What answers without the token: the page layout (a browser opening an address sends no header of the
+    page's own) and kubetrain's own script and stylesheet. Nothing of a job."""
+    if scope["method"] not in ("GET", "HEAD"):
+        return False
+    path = scope["path"]
+    return path.startswith("/static/") or PAGE_PATH.fullmatch(path) is not None
+
+
 class GuardMiddleware:
-    """Host check, token, session cookie and CSRF/origin checks for actions (`security.Guard`), and the
-    response headers that keep pages from being framed or running anything not served here."""
+    """Host check, the token (`Authorization: Bearer`, never a cookie) and the same-origin check for actions
+    (`security.Guard`), and the response headers that keep pages from being framed, cached or running
+    anything not served here."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
@@ -119,72 +124,43 @@ class GuardMiddleware:
         if not g.host_allowed(host):
             await _plain(send, 403, "kubetrain ui answers only to localhost addresses (Host header refused)")
             return
-        cookies = _cookies(scope)
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        set_cookies: list[str] = []
-        presented = cookies.get(g.token_cookie)
-        auth = _header(scope, b"authorization")
-        if auth and auth.lower().startswith("bearer "):
-            presented = auth[7:].strip()
-        offered = (query.get("token") or [None])[0]
-        if offered is not None and g.token_ok(offered) and scope["method"] == "GET":
-            # The token moves into a cookie and out of the address (history, screen shares, Referer).
-            rest = {k: v for k, v in query.items() if k != "token"}
-            location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
-            cookie = f"{g.token_cookie}={offered}; HttpOnly; SameSite=Strict; Path=/"
-            await _redirect(send, location, [cookie])
+        public = is_public(scope)
+        if not public and not g.authorized(_header(scope, b"authorization")):
+            # 401, not 403: the page's script tells a refused token (its server restarted with a new one)
+            # from a refused request. A bearer challenge makes no browser ask for a password.
+            await _plain(send, 401, UNAUTHORIZED, [(b"www-authenticate", b'Bearer realm="kubetrain ui"')])
             return
-        if not g.token_ok(presented):
-            await _plain(
-                send, 403, "kubetrain ui: a token is required: open the address printed at start (?token=...)"
-            )
+        if scope["method"] not in ("GET", "HEAD") and not g.same_origin(
+            _header(scope, b"origin"), _header(scope, b"sec-fetch-site"), host
+        ):
+            await _plain(send, 403, "cross-site request refused")
             return
-        session = cookies.get(g.session_cookie)
-        if not session:
-            session = new_session()
-            set_cookies.append(f"{g.session_cookie}={session}; HttpOnly; SameSite=Strict; Path=/")
-        scope.setdefault("state", {})["session"] = session
-        if scope["method"] not in ("GET", "HEAD"):
-            if not g.same_origin(_header(scope, b"origin"), _header(scope, b"sec-fetch-site"), host):
-                await _plain(send, 403, "cross-site request refused")
-                return
-            if not g.csrf_ok(cookies.get(g.session_cookie), _header(scope, b"x-kubetrain-csrf")):
-                await _plain(send, 403, "missing or wrong CSRF token: reload the page")
-                return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers += [(b"set-cookie", c.encode()) for c in set_cookies]
-                headers += [
-                    (b"content-security-policy", CSP.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"),
-                ]
+                if not public and not any(k == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))  # a job's data stays out of caches
+                headers += SECURITY_HEADERS
                 message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+async def _plain(send: Send, status: int, text: str, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = (text + "\n").encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, *extra, *SECURITY_HEADERS]})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _redirect(send: Send, location: str, cookies: Sequence[str]) -> None:
-    headers = [(b"location", location.encode()), (b"content-length", b"0")]
-    headers += [(b"set-cookie", c.encode()) for c in cookies]
-    await send({"type": "http.response.start", "status": 303, "headers": headers})
-    await send({"type": "http.response.body", "body": b""})
 
 
 # -- following on threads -------------------------------------------------------------------------------
@@ -394,9 +370,6 @@ class WebView:
             raise HTTPException(404, f"no backend {name!r} in this view (it shows: {', '.join(self.sources)})")
         return source
 
-    def csrf(self, request: Request) -> str:
-        return self.guard.csrf_token(request.scope.get("state", {}).get("session", ""))
-
     # -- the jobs table ----------------------------------------------------------------------------------
 
     async def all_rows(self) -> tuple[list[Any], list[str]]:
@@ -410,10 +383,13 @@ class WebView:
         rows.sort(key=lambda r: r.created_at or 0.0, reverse=True)
         return rows, errors
 
-    async def index(self, request: Request) -> Response:
+    async def shell(self, request: Request) -> Response:
+        return HTMLResponse(pages.SHELL)
+
+    async def jobs_content(self, request: Request) -> Response:
         rows, errors = await self.all_rows()
         digest = rows_digest([r.to_json() for r in rows])
-        return HTMLResponse(pages.jobs_page(rows, list(self.sources), self.csrf(request), errors, digest))
+        return HTMLResponse(pages.jobs_page(rows, list(self.sources), errors, digest))
 
     async def api_jobs(self, request: Request) -> Response:
         rows, errors = await self.all_rows()
@@ -463,15 +439,18 @@ class WebView:
                 tracker.feed.attach(self.loop)
         return tracker
 
-    async def job(self, request: Request) -> Response:
-        source = self.source(request)
+    async def job_content(self, request: Request) -> Response:
+        try:
+            source = self.source(request)
+        except HTTPException as exc:
+            return HTMLResponse(pages.message_page("No such backend", str(exc.detail)), status_code=exc.status_code)
         job_id = request.path_params["job_id"]
         try:
             detail = await asyncio.to_thread(source.detail, job_id)
             spec = await asyncio.to_thread(source.spec, job_id)
         except KubetrainError as exc:
             title = "Job not found" if isinstance(exc, LookupError) else "The backend did not answer"
-            return HTMLResponse(pages.message_page(title, str(exc), self.csrf(request)), status_code=_status(exc))
+            return HTMLResponse(pages.message_page(title, str(exc)), status_code=_status(exc))
         tracker = self.tracker(source, detail.row.id)
         if not tracker.running and source.has_metrics():
             if detail.row.phase not in ENDED:
@@ -480,7 +459,7 @@ class WebView:
                 # Read before the page is drawn, so an ended job's page comes with its plots (a follow
                 # would start from nothing and draw them only at the stream's first event).
                 await asyncio.to_thread(tracker.load, source, detail.row.id)
-        return HTMLResponse(pages.job_page(detail, spec, tracker.names(), tracker.feed.version, self.csrf(request)))
+        return HTMLResponse(pages.job_page(detail, spec, tracker.names(), tracker.feed.version))
 
     async def detail_json(self, request: Request) -> Response:
         source = self.source(request)
@@ -620,10 +599,12 @@ class WebView:
     def app(self) -> ASGIApp:
         job = "/jobs/{backend}/{job_id}"
         routes = [
-            Route("/", self.index),
+            Route("/", self.shell),
+            Route("/content", self.jobs_content),
             Route("/events", self.jobs_events),
             Route("/api/jobs", self.api_jobs),
-            Route(job, self.job),
+            Route(job, self.shell),
+            Route(job + "/content", self.job_content),
             Route(job + "/detail.json", self.detail_json),
             Route(job + "/events", self.job_events),
             Route(job + "/plot.svg", self.metric_svg),

@@ -1,4 +1,5 @@
-"""The pages as server-rendered HTML: the jobs table and a job's page.
+"""The pages as server-rendered HTML: one layout for every address (`SHELL`), and the content the page's
+script asks for with its token: the jobs table and a job's page.
 
 Every value that comes from a job (names, reasons, messages, replicas' output, the spec) goes through
 `html.escape`; the script that updates the page later builds its nodes with `textContent` only. The
@@ -27,23 +28,29 @@ def _e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _layout(title: str, body: str, *, page: str, csrf: str, data: dict[str, str] | None = None) -> str:
+SHELL = (
+    "<!doctype html>\n"
+    '<html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    "<title>kubetrain</title>"
+    '<link rel="stylesheet" href="/static/ui.css">'
+    '<script src="/static/ui.js" defer></script></head>'
+    "<body>"
+    '<header class="top"><a class="brand" href="/">kubetrain</a>'
+    '<span id="live" class="live" title="live updates">●</span></header>'
+    # Said when the page has no token, or its server no longer takes it (restarted with a new one): ui.js.
+    '<main><p id="notice" class="notice" role="alert" hidden></p><div id="view"></div></main></body></html>'
+)
+"""What every page address answers, to anyone (no token needed: a browser opening an address cannot send a
+header): the layout and the script, nothing of any job. The script takes the token from the address's
+fragment or the origin's storage and asks for the page's content (`GET {page}/content`) with it."""
+
+
+def _view(title: str, body: str, *, view: str, data: dict[str, str] | None = None) -> str:
+    """A page's content, put in the layout by the script: its root says what it shows (`data-view`), its
+    title, and where its live updates come from (`data-events`)."""
     attrs = "".join(f' data-{k}="{_e(v)}"' for k, v in (data or {}).items())
-    return (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="kubetrain-csrf" content="{_e(csrf)}">'
-        f"<title>{_e(title)} · kubetrain</title>"
-        '<link rel="stylesheet" href="/static/ui.css">'
-        f'<script src="/static/ui.js" defer></script></head>'
-        f'<body data-page="{_e(page)}"{attrs}>'
-        '<header class="top"><a class="brand" href="/">kubetrain</a>'
-        '<span id="live" class="live" title="live updates">●</span></header>'
-        # Said when the page can no longer reach its server as it was (restarted, with a new token): ui.js.
-        '<main><p id="notice" class="notice" role="alert" hidden></p>'
-        f"{body}</main></body></html>"
-    )
+    return f'<div class="view" data-view="{_e(view)}" data-title="{_e(title)}"{attrs}>{body}</div>'
 
 
 def _phase(phase: str, element_id: str | None = None) -> str:
@@ -66,9 +73,7 @@ def job_row_html(row: JobRow, now: float) -> str:
     )
 
 
-def jobs_page(
-    rows: Sequence[JobRow], backends: Sequence[str], csrf: str, errors: Iterable[str] = (), digest: str = ""
-) -> str:
+def jobs_page(rows: Sequence[JobRow], backends: Sequence[str], errors: Iterable[str] = (), digest: str = "") -> str:
     """The jobs table; `digest` (`table_diff.rows_digest` of `rows`) goes to the live stream, which then
     sends only what changed since this page was rendered."""
     now = _time.time()
@@ -85,7 +90,7 @@ def jobs_page(
         f'<p id="empty" class="muted"{"" if not rows else " hidden"}>No jobs yet: kubetrain run ...</p>',
     ]
     events = "/events" + (f"?have={quote(digest)}" if digest else "")
-    return _layout("jobs", "".join(body), page="jobs", csrf=csrf, data={"events": events})
+    return _view("jobs", "".join(body), view="jobs", data={"events": events})
 
 
 def replicas_html(replicas: Sequence[dict[str, object]]) -> str:
@@ -140,11 +145,13 @@ def plot_src(href: str, name: str, x: str, scale: str, version: int) -> str:
 
 
 def metric_img(href: str, name: str, x: str, version: int, scale: str = "linear") -> str:
+    """A plot: the script fetches its picture from `data-src` with the page's token (an `<img src>` cannot
+    send a header) and shows it from a `blob:` address."""
     src = plot_src(href, name, x, scale, version)
-    return f'<img class="plot" data-metric="{_e(name)}" alt="{_e(name)} by {_e(x)}" src="{_e(src)}">'
+    return f'<img class="plot" data-metric="{_e(name)}" alt="{_e(name)} by {_e(x)}" data-src="{_e(src)}">'
 
 
-def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_version: int, csrf: str) -> str:
+def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_version: int) -> str:
     row = detail.row
     href = row.href
     actions = "".join(
@@ -175,7 +182,7 @@ def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_v
   <option value="time">by time</option></select>
   <select id="metric-scale" aria-label="y axis scale"><option value="linear">linear</option>
   <option value="log">log</option></select></h2>
-  <div id="metrics" class="plots">{plots}</div>
+  <div id="metrics" class="plots" data-version="{metric_version}">{plots}</div>
   <p id="no-metrics" class="muted"{" hidden" if metric_names else ""}>No metrics yet
   (kubetrain.metrics.log(step=..., loss=...) in the training script).</p>
 </section>
@@ -196,19 +203,11 @@ def job_page(detail: JobDetail, spec: str, metric_names: Sequence[str], metric_v
   <table id="conditions" class="grid"><thead><tr><th>type</th><th>status</th><th>reason</th><th>time</th>
   <th>message</th></tr></thead><tbody>{conditions_html(detail.conditions)}</tbody></table>
 </section>"""
-    return _layout(
-        row.id,
-        body,
-        page="job",
-        csrf=csrf,
-        data={"id": row.id, "job": href, "events": f"{href}/events"},
-    )
+    return _view(row.id, body, view="job", data={"id": row.id, "job": href, "events": f"{href}/events"})
 
 
-def message_page(title: str, text: str, csrf: str = "") -> str:
-    return _layout(
-        title, f'<h1>{_e(title)}</h1><p>{_e(text)}</p><p><a href="/">jobs</a></p>', page="message", csrf=csrf
-    )
+def message_page(title: str, text: str) -> str:
+    return _view(title, f'<h1>{_e(title)}</h1><p>{_e(text)}</p><p><a href="/">jobs</a></p>', view="message")
 
 
-__all__ = ["job_page", "jobs_page", "message_page"]
+__all__ = ["SHELL", "job_page", "jobs_page", "message_page"]

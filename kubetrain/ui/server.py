@@ -65,10 +65,12 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def address(host: str, port: int, token: str) -> str:
+    """The address to open: the token after `#`, which a browser keeps to itself (the page's script takes it
+    from there); it reaches no server and no server's log."""
     shown = f"[{host}]" if ":" in host else host
     if shown in ("0.0.0.0", "[::]"):
         shown = socket.gethostname()
-    return f"http://{shown}:{port}/?token={token}"
+    return f"http://{shown}:{port}/#token={token}"
 
 
 def _server(config: uvicorn.Config, view: WebView) -> uvicorn.Server:
@@ -143,8 +145,9 @@ class Background:
         return f"http://{self.host}:{self.port}"
 
     def address(self, path: str = "/") -> str:
-        """`path` with the token, as a browser's first visit needs it (it becomes a cookie)."""
-        return f"{self.url}{path}{'&' if '?' in path else '?'}token={self.guard.token}"
+        """`path` with the token in its fragment, as the printed address carries it (the page's script keeps it
+        in the origin's storage and removes it from the address bar)."""
+        return f"{self.url}{path}#token={self.guard.token}"
 
     def start(self, timeout: float = 20.0) -> Background:
         self._thread.start()

@@ -20,7 +20,7 @@ from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.jobspec import from_dict
 
 XSS = "<script>alert(1)</script>"
-TOKEN = "token-of-the-tests"
+TOKEN = "the-token-of-the-web-views-tests_0123456789"
 """The token the tests' servers are started with; `request` and `Events` present it unless told otherwise."""
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -119,15 +119,6 @@ def request(
         conn.close()
 
 
-def cookies_of(reply: Reply) -> dict[str, str]:
-    raw = reply.headers.get("set-cookie", "")
-    out = {}
-    for part in raw.split(", "):
-        name, _, rest = part.partition("=")
-        out[name.strip()] = rest.split(";", 1)[0]
-    return out
-
-
 class Events:
     """A server-sent event stream, read event by event (a generous socket timeout guards a hung test)."""
 
@@ -217,5 +208,12 @@ def ui_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first
-        [token] = parse_qs(urlsplit(first.split(" at ", 1)[1].strip()).query)["token"]
-        yield proc, port, token
+        yield proc, port, token_of(first)
+
+
+def token_of(line: str) -> str:
+    """The token of the address in kubetrain ui's first line (`... at http://HOST:PORT/#token=TOKEN`)."""
+    address = urlsplit(line.split(" at ", 1)[1].strip())
+    assert address.path == "/" and not address.query, line
+    [token] = parse_qs(address.fragment)["token"]
+    return token

@@ -50,9 +50,11 @@ def cancel_confirmed(driver: Any) -> None:
 
 
 def plot_points(driver: Any) -> list[int]:
-    """The points of each line of the loss plot the page shows now (its SVG, fetched from its src)."""
+    """The points of each line of the loss plot the page shows now (its SVG, fetched again from the address
+    the page fetched it from: the image itself shows a blob: address)."""
     src = driver.execute_script(
-        "const i = document.querySelector('#metrics img.plot[data-metric=loss]');return i && i.complete ? i.src : null"
+        "const i = document.querySelector('#metrics img.plot[data-metric=loss]');"
+        "return i && i.complete && i.naturalWidth ? new URL(i.dataset.src, location.href).href : null"
     )
     if not src:
         return []

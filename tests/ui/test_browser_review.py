@@ -28,7 +28,8 @@ from tests.support.helpers import exec_job, no_process_left_behind, wait_phase  
 from tests.ui.browsing import WAIT, text, until
 from tests.ui.helpers import TOKEN, Events, gated_job, release
 
-RESTARTED = "the server restarted: reload the page (with the new address if its token changed)"
+RESTARTED = "the server restarted with a new token: open the address it printed at start"
+NEW_TOKEN = "a-new-token-of-a-restarted-server_0123456789"
 
 
 def buttons(driver: Any) -> dict[str, bool]:
@@ -65,7 +66,8 @@ open(sys.argv[2]).read()
 
 SHOWN = """
 return [...document.querySelectorAll('#metrics img.plot')].map(
-  i => [i.dataset.metric, i.complete && i.naturalWidth > 0, new URL(i.src).searchParams.get('v')])
+  i => [i.dataset.metric, i.complete && i.naturalWidth > 0,
+        i.dataset.src ? new URL(i.dataset.src, location.href).searchParams.get('v') : null])
 """
 
 PLOT_REQUESTS = """
@@ -137,8 +139,8 @@ def test_a_fast_job_redraws_each_plot_at_most_every_two_seconds_and_last_with_it
 
 
 def test_an_action_refused_with_plain_text_shows_that_text(browser: Any, tmp_path: Path) -> None:
-    """The server restarted (same token, so the page's stream reconnects): the page's CSRF token is refused
-    with a plain-text 403, which the page shows as the server wrote it, and says the server restarted."""
+    """The server restarted with a new token while the page was open: the page's action is refused with a
+    plain-text 401, which the page shows as the server wrote it, and it says the server restarted."""
     local = LocalBackend()
     job = gated_job(local, tmp_path, gates=1)  # Suspended: resume is allowed
     try:
@@ -147,16 +149,38 @@ def test_an_action_refused_with_plain_text_shows_that_text(browser: Any, tmp_pat
             browser.get(first.address(f"/jobs/local/{job.job_id}"))
             until(browser, "the job page", lambda d: text(d, "#phase") == "Suspended")
             until(browser, "live", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
-        with Background([local], port=port, token=TOKEN):
+        with Background([local], port=port, token=NEW_TOKEN):
             click_confirmed(browser, "resume")
             until(
                 browser,
                 "the refusal's text",
-                lambda d: text(d, "#action-result") == "missing or wrong CSRF token: reload the page",
+                lambda d: text(d, "#action-result").startswith("kubetrain ui: this needs the page's token"),
             )
             until(browser, "the restart said", lambda d: text(d, "#notice") == RESTARTED)
-            assert buttons(browser)["resume"]  # nothing happened: it can be tried again after a reload
+            assert buttons(browser)["resume"]  # nothing happened: it can be tried again with the new address
         assert local.status(job.job_id).phase is JobPhase.SUSPENDED
+    finally:
+        release(job)
+        local.close()
+
+
+def test_a_page_follows_its_server_again_after_a_restart_with_the_same_token(browser: Any, tmp_path: Path) -> None:
+    """The page's stream (read with fetch, which does not reconnect by itself as EventSource does) connects
+    again once its server is back with the same token (a kept one), and shows what happened since."""
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=2)
+    try:
+        local.resume(job.job_id)
+        with Background([local], token=TOKEN) as first:
+            port = first.port
+            browser.get(first.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "the log", lambda d: "replica 1 step 4" in text(d, "#log"))
+        until(browser, "not live", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live")
+        job.open_gate(0)  # five more steps while no server runs
+        with Background([local], port=port, token=TOKEN):
+            until(browser, "the log since the restart", lambda d: "replica 1 step 9" in text(d, "#log"))
+            until(browser, "live again", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
+            assert not browser.find_element(By.ID, "notice").is_displayed()
     finally:
         release(job)
         local.close()
@@ -171,7 +195,7 @@ def test_a_server_restarted_with_a_new_token_is_said_on_the_page(browser: Any, t
             browser.get(first.address(f"/jobs/local/{job.job_id}"))
             until(browser, "live", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
             assert not browser.find_element(By.ID, "notice").is_displayed()
-        with Background([local], port=port, token="a-new-token"):
+        with Background([local], port=port, token=NEW_TOKEN):
             # The page's stream reconnects by itself, is refused (403), and the page says why.
             until(browser, "the restart said", lambda d: text(d, "#notice") == RESTARTED)
             assert browser.find_element(By.ID, "live").get_attribute("class") == "live"

@@ -40,8 +40,10 @@ def finished_job(local: LocalBackend, tmp: Path, name: str, script: str) -> str:
 
 # Where the log box is, read in one script run: scrolled to its end, and the last line's text and whether it
 # lies inside the box's visible area (the rectangle of that line's characters, within the box's client area).
+# The page's content comes after its layout (fetched with the token): until then there is no box.
 LOG_VIEW = """
 const box = document.getElementById('log');
+if (!box) return {atEnd: false, line: '', visible: false, follow: false, ended: false};  // content not loaded yet
 const chunks = box.querySelectorAll('pre.chunk');
 const last = chunks[chunks.length - 1];
 const node = last ? last.firstChild : null;
@@ -158,12 +160,14 @@ for step in range(6):
 
 PLOT = """
 const i = document.querySelector('#metrics img.plot[data-metric="eval/loss"]');
-return i ? {src: i.src, loaded: i.complete && i.naturalWidth > 0} : null;
+return i ? {src: i.dataset.src ? new URL(i.dataset.src, location.href).href : null,
+            loaded: i.complete && i.naturalWidth > 0} : null;
 """
 
 
 def plot(driver: Any) -> dict[str, Any] | None:
-    """The eval/loss plot's address and whether its picture has loaded (a broken one has no width)."""
+    """The address the eval/loss plot's picture was fetched from and whether it has loaded (a broken one has no
+    width)."""
     found = driver.execute_script(PLOT)
     return dict(found) if found else None
 

@@ -36,7 +36,7 @@ for step in range(5):
 open(sys.argv[1]).read()
 """
 
-IMG = re.compile(r'<img class="plot" data-metric="([^"]*)" alt="[^"]*" src="([^"]*)">')
+IMG = re.compile(r'<img class="plot" data-metric="([^"]*)" alt="[^"]*" data-src="([^"]*)">')
 NS = {"svg": "http://www.w3.org/2000/svg"}
 
 
@@ -72,7 +72,7 @@ def test_every_metric_name_plots_at_the_address_the_page_gives(
     href = f"{server.url}/jobs/local/{job_id}"
     with Events(href + "/events") as events:  # until the view has read every sample
         events.until("metrics", lambda d: d["names"] == sorted(NAMES) and d["samples"] == 5 * len(NAMES))
-    page = request(href)
+    page = request(href + "/content")
     assert page.status == 200
     imgs = {html.unescape(name): html.unescape(src) for name, src in IMG.findall(page.body)}
     assert sorted(imgs) == sorted(NAMES), page.body
@@ -147,5 +147,5 @@ def test_an_ended_jobs_page_comes_with_its_plots(server: Background, local: Loca
     job_id, gate = metrics_job(local, tmp_path)
     open_gate(gate)
     wait_phase(job_id, JobPhase.SUCCEEDED)
-    page = request(f"{server.url}/jobs/local/{job_id}")
+    page = request(f"{server.url}/jobs/local/{job_id}/content")
     assert sorted(html.unescape(name) for name, _src in IMG.findall(page.body)) == sorted(NAMES)

@@ -1,5 +1,5 @@
 """The web view over HTTP, as a browser or a script meets it: pages, live events, logs, plots, actions,
-and the guards (Host check, token, CSRF, escaping). A real server on a thread, real local jobs."""
+and the guards (Host check, token, same origin, escaping). A real server on a thread, real local jobs."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from kubetrain.status import JobPhase
 from kubetrain.ui.security import Guard
 from kubetrain.ui.server import Background
 from tests.support.helpers import no_process_left_behind  # noqa: F401 (an autouse fixture)
-from tests.ui.helpers import XSS, Events, cookies_of, gated_job, lines_of, release, request
-
-CSRF = re.compile(r'<meta name="kubetrain-csrf" content="([0-9a-f]+)">')
+from tests.ui.helpers import TOKEN, XSS, Events, gated_job, lines_of, release, request
 
 
 def gather(events: Events, *, lines: int, samples: int) -> dict[str, Any]:
@@ -73,7 +71,7 @@ def test_jobs_table_updates_live_when_the_store_changes(
         job.open_gate(0)
         done = events.until("jobs", lambda d: d["upsert"] and d["upsert"][0]["phase"] == "Succeeded")["upsert"][0]
         assert (done["ready"], done["total"]) == (2, 2)
-    page = request(server.url + "/")
+    page = request(server.url + "/content")
     assert page.status == 200 and f'href="/jobs/local/{job.job_id}"' in page.body and "Succeeded" in page.body
 
 
@@ -87,7 +85,7 @@ def test_jobs_table_stream_sends_only_the_rows_that_changed(
     quiet = gated_job(local, tmp_path / "a", gates=1, name="quiet")
     busy = gated_job(local, tmp_path / "b", gates=1, name="busy")
     try:
-        page = request(server.url + "/")
+        page = request(server.url + "/content")
         [address] = EVENTS.findall(page.body)
         assert address.startswith("/events?have=")
         with Events(server.url + address.replace("&amp;", "&")) as events:
@@ -139,7 +137,7 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
         assert svg.count('data-points="10"') == 2 and "loss by time" in svg
     finally:
         release(job)
-    page = request(href)
+    page = request(href + "/content")
     assert page.status == 200
     assert "<script>alert" not in page.body  # nothing from the job is markup
 
@@ -152,7 +150,7 @@ def test_job_page_holds_one_stream_for_status_metrics_and_its_filtered_log(
     job = gated_job(local, tmp_path, gates=2)
     href = f"{server.url}/jobs/local/{job.job_id}"
     try:
-        page = request(href)
+        page = request(href + "/content")
         assert EVENTS.findall(page.body) == [f"/jobs/local/{job.job_id}/events"]
         assert "/logs" not in page.body
         local.resume(job.job_id)
@@ -192,71 +190,62 @@ def test_failure_summary_is_escaped_on_the_page(server: Background, local: Local
     }
     result = local.run(from_dict(doc))
     assert result.status is not None and result.status.phase is JobPhase.FAILED
-    page = request(f"{server.url}/jobs/local/{result.job_id}")
+    page = request(f"{server.url}/jobs/local/{result.job_id}/content")
     assert "worker-0 exited with code 3" in page.body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.body and XSS not in page.body
     assert "default-src 'none'" in page.headers["content-security-policy"]
 
 
-def test_actions_need_the_session_csrf_token_and_this_origin(
-    server: Background, local: LocalBackend, tmp_path: Path
-) -> None:
+def test_actions_need_the_token_and_this_origin(server: Background, local: LocalBackend, tmp_path: Path) -> None:
+    """An action needs the token in its header, which a page elsewhere cannot send without a CORS preflight
+    (never granted); and a browser that says the request comes from elsewhere is refused too."""
     job = gated_job(local, tmp_path, gates=1)
     href = f"{server.url}/jobs/local/{job.job_id}"
-    page = request(href)
-    session = cookies_of(page)
-    [token] = CSRF.findall(page.body)
-    cookie = "; ".join(f"{k}={v}" for k, v in session.items())
     host = f"127.0.0.1:{server.port}"
     refused = [
-        request(href + "/cancel", "POST"),  # no session, no token
-        request(href + "/cancel", "POST", {"Cookie": cookie}),  # no token
-        request(href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": "0" * 64}),
-        request(
-            href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Origin": "http://evil.example"}
-        ),
-        request(
-            href + "/cancel", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Sec-Fetch-Site": "cross-site"}
-        ),
+        request(href + "/cancel", "POST", auth=False),
+        request(href + "/cancel", "POST", {"Authorization": "Bearer " + "x" * 43}, auth=False),
+        request(href + "/cancel", "POST", {"Authorization": f"Basic {TOKEN}"}, auth=False),
+        request(href + "/cancel", "OPTIONS", {"Origin": "http://evil.example"}, auth=False),  # a preflight
+        request(href + "/cancel", "POST", {"Origin": "http://evil.example"}),
+        request(href + "/cancel", "POST", {"Sec-Fetch-Site": "cross-site"}),
+        request(href + "/cancel", "POST", {"Origin": "null"}),
     ]
-    assert [r.status for r in refused] == [403] * 5
+    assert [r.status for r in refused] == [401, 401, 401, 401, 403, 403, 403]
+    assert not any("access-control-allow-origin" in r.headers for r in refused)
     assert local.status(job.job_id).phase is JobPhase.SUSPENDED
-    ok = request(
-        href + "/cancel",
-        "POST",
-        {"Cookie": cookie, "X-Kubetrain-CSRF": token, "Origin": f"http://{host}", "Sec-Fetch-Site": "same-origin"},
-    )
+    ok = request(href + "/cancel", "POST", {"Origin": f"http://{host}", "Sec-Fetch-Site": "same-origin"})
     assert ok.status == 200 and ok.json()["phase"] == "Cancelled"
     assert local.status(job.job_id).phase is JobPhase.CANCELLED
-    again = request(href + "/resume", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token})
+    again = request(href + "/resume", "POST")  # a script: no Origin, no Sec-Fetch-Site
     assert again.status == 409 and "Cancelled" in again.json()["error"]
-    gone = request(href + "/delete", "POST", {"Cookie": cookie, "X-Kubetrain-CSRF": token})
+    gone = request(href + "/delete", "POST")
     assert gone.json()["phase"] == "Deleted" and local.list() == []
 
 
 def test_host_header_of_another_name_is_refused_on_loopback(server: Background) -> None:
     """A page elsewhere reaching 127.0.0.1 through a DNS name of its own (rebinding) is refused."""
-    assert request(server.url + "/", headers={"Host": "attacker.example:80"}).status == 403
-    assert request(server.url + "/", headers={"Host": f"localhost:{server.port}"}).status == 200
+    for path in ("/", "/content", "/api/jobs"):
+        assert request(server.url + path, headers={"Host": "attacker.example:80"}).status == 403, path
+        assert request(server.url + path, headers={"Host": f"localhost:{server.port}"}).status == 200, path
 
 
 def test_every_address_requires_the_token(local: LocalBackend) -> None:
     """Loopback too (as Jupyter): other users of the machine reach 127.0.0.1; each start makes a fresh token
-    unless one is given."""
+    unless one is given. The page addresses answer anyone, with the layout only."""
     for host in ("127.0.0.1", "0.0.0.0", "192.168.1.5"):
         assert len(Guard.for_bind(host, 1).token) >= 32
     assert Guard.for_bind("127.0.0.1", 1).token != Guard.for_bind("127.0.0.1", 1).token
     with Background([local], host="0.0.0.0") as bg:
         url = f"http://127.0.0.1:{bg.port}"
         token = bg.guard.token
-        assert request(url + "/", auth=False).status == 403
-        assert request(url + "/?token=wrong", auth=False).status == 403
-        first = request(url + "/?token=" + token, auth=False)
-        assert first.status == 303 and first.headers["location"] == "/"
-        cookie = first.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        name_value = cookie.split(";", 1)[0]
-        assert request(url + "/", headers={"Cookie": name_value}, auth=False).status == 200
+        for path in ("/content", "/events", "/api/jobs", "/jobs/local/x/detail.json", "/jobs/local/x/events"):
+            refused = request(url + path, auth=False)
+            assert refused.status == 401, path
+            assert refused.headers["www-authenticate"] == 'Bearer realm="kubetrain ui"'
+            assert "open the address kubetrain ui printed at start" in refused.body
+            assert request(url + path + "?token=" + token, auth=False).status == 401, path  # not in a query
+        assert request(url + "/", auth=False).status == 200
         assert request(url + "/api/jobs", headers={"Authorization": f"Bearer {token}"}).json() == {
             "jobs": [],
             "errors": [],

@@ -11,14 +11,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
+from pathlib import Path
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS
 from ...contract.env_names import UI_TOKEN
 from ..errors import CliError
 from ..options import add_cluster, open_backend_for
 
+EPILOG = f"""\
+the key to the page:
+  The address printed at start carries a token after '#' (http://127.0.0.1:8265/#token=...): the browser
+  keeps that part to itself, the page keeps the token for this address and sends it with every request.
+  Scripts send it as 'Authorization: Bearer <token>'. A fresh token is made at each start; to keep one
+  across restarts (open pages keep working after one), give it as a file or in the environment, where other
+  users cannot see it:
+    python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > ~/.kubetrain-ui-token
+    chmod 600 ~/.kubetrain-ui-token
+    kubetrain ui --token-file ~/.kubetrain-ui-token
+  Where it is taken from: --token-file, else --token, else ${UI_TOKEN}, else a fresh one. A token has at
+  least 32 characters of A-Z a-z 0-9 - _. --token works too, but every user of this machine can read a
+  command's arguments (ps, /proc): it is said with a warning.
+"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--port", type=int, default=8265, help="port to listen on (default: 8265)")
     p.add_argument(
         "--host",
@@ -26,9 +45,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="address to listen on (default: 127.0.0.1, this machine only)",
     )
     p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        type=Path,
+        help="read the key to the page from PATH's first line, so it stays the same across restarts "
+        f"(default: ${UI_TOKEN}, else a fresh one per start); keep the file private (chmod 600)",
+    )
+    p.add_argument(
         "--token",
-        default=os.environ.get(UI_TOKEN),
-        help=f"the key to the page, instead of a fresh one per start (default: ${UI_TOKEN}); keep it private",
+        help="the key itself; visible to every user of this machine in the process list: prefer --token-file",
     )
     p.add_argument(
         "--backend",
@@ -37,6 +62,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="whose jobs to show; repeat for several (default: local)",
     )
     add_cluster(p)
+
+
+def chosen_token(args: argparse.Namespace) -> str | None:
+    """The token the user gives (checked: `BadToken` says what is wrong), or None for a fresh one.
+
+    Flags before the environment, as everywhere: `--token-file`, else `--token`, else `$KUBETRAIN_UI_TOKEN`.
+    Both flags at once is a mistake, not a choice to make for the user."""
+    from ...ui.security import check_token, read_token_file
+
+    if args.token_file is not None and args.token is not None:
+        raise CliError("give the token once: --token-file or --token, not both", code=2)
+    if args.token_file is not None:
+        token, warning = read_token_file(args.token_file.expanduser())
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
+        return token
+    if args.token is not None:
+        print(
+            "warning: --token is visible to every user of this machine in the process list (ps, /proc/PID/cmdline);"
+            f" give it with --token-file PATH or ${UI_TOKEN} instead",
+            file=sys.stderr,
+            flush=True,
+        )
+        return check_token(args.token, "--token")
+    from_env = os.environ.get(UI_TOKEN)
+    if from_env:
+        return check_token(from_env, f"${UI_TOKEN}")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"kubetrain ui needs {' and '.join(missing)}: {INSTALL_HINT}")
     if not 0 < args.port < 65536:
         raise CliError(f"--port {args.port}: give a port from 1 to 65535", code=2)
+    token = chosen_token(args)
     names = list(dict.fromkeys(backend_name(b) for b in (args.backend or ["local"])))
     from ...ui.server import serve
 
@@ -56,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             one = argparse.Namespace(**{**vars(args), "backend": name})
             backends.append(stack.enter_context(open_backend_for(one)))
-        return serve(backends, args.host, args.port, token=args.token)
+        return serve(backends, args.host, args.port, token=token)

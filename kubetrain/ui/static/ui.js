@@ -1,12 +1,85 @@
-// kubetrain ui: keeps the server-rendered pages current from server-sent events.
-// Every value from a job is put in the page with textContent, never parsed as HTML.
+// kubetrain ui: fills the page layout with its content and keeps it current from server-sent events.
+// Every value from a job is put in the page with textContent, never parsed as HTML (the content's HTML is the
+// server's, with every value escaped there).
+//
+// The key to the page: the address kubetrain ui prints carries the token after `#` (a browser never sends
+// that part). This script keeps it in the origin's storage (an origin is scheme, host and port: another
+// server on this machine has another origin and cannot read it), removes it from the address bar, and sends
+// it in a header with every request: a browser sends no header of a page's own to any other server, where a
+// cookie would go to every port of 127.0.0.1.
 (function () {
   "use strict";
 
-  var body = document.body;
-  var csrfMeta = document.querySelector('meta[name="kubetrain-csrf"]');
-  var csrf = csrfMeta ? csrfMeta.content : "";
   var MAX_LOG_LINES = 200000;
+  var TOKEN_KEY = "kubetrain-token";
+  var NO_TOKEN = "This page needs its key: open the address kubetrain ui printed at start (it ends with #token=…).";
+  var RESTARTED = "the server restarted with a new token: open the address it printed at start";
+
+  // The page's content root, once loaded: its data-* attributes say what it shows (pages.py `_view`).
+  var view = null;
+
+  function attr(name) { return view ? view.getAttribute("data-" + name) : null; }
+
+  // -- the token ---------------------------------------------------------------------------------------
+
+  var kept = null; // where the origin's storage is refused (a sandbox, a browser setting): this page only
+
+  function storedToken() {
+    try { return window.localStorage.getItem(TOKEN_KEY) || kept; } catch (err) { return kept; }
+  }
+
+  function keepToken(token) {
+    kept = token;
+    try { window.localStorage.setItem(TOKEN_KEY, token); } catch (err) { /* kept for this page only */ }
+  }
+
+  // The token out of the address (`#token=...`), into the origin's storage; the address bar and the history
+  // entry keep the address without it.
+  function takeToken() {
+    var params = new URLSearchParams(window.location.hash.slice(1));
+    var token = params.get("token");
+    if (token === null) return;
+    if (/^[A-Za-z0-9_-]+$/.test(token)) keepToken(token);
+    params.delete("token");
+    var rest = params.toString();
+    var address = window.location.pathname + window.location.search + (rest ? "#" + rest : "");
+    history.replaceState(history.state, "", address);
+  }
+
+  // A refused token is forgotten, unless another tab has stored a newer one meanwhile.
+  function forgetToken(token) {
+    if (kept === token) kept = null;
+    try {
+      if (window.localStorage.getItem(TOKEN_KEY) === token) window.localStorage.removeItem(TOKEN_KEY);
+    } catch (err) { /* nothing stored */ }
+  }
+
+  var refused = false; // the server has refused this page's token: later refusals say the same
+
+  // A request of this page: the token in its header (read at each request: a tab that opened the address of
+  // a restarted server stored its new token for every tab), no cookie, nothing cached.
+  function get(url, options) {
+    var token = storedToken();
+    var init = options || {};
+    var headers = new Headers(init.headers || {});
+    if (token) headers.set("Authorization", "Bearer " + token);
+    init.headers = headers;
+    init.credentials = "omit";
+    init.cache = "no-store";
+    return fetch(url, init).then(function (response) {
+      if (response.status === 401) {
+        // The server does not take this token: it restarted with a new one.
+        if (token) {
+          forgetToken(token);
+          refused = true;
+        }
+        notice(refused ? RESTARTED : NO_TOKEN);
+      }
+      return response;
+    });
+  }
+
+  // -- the page's pieces ---------------------------------------------------------------------------------
 
   function el(tag, text, className) {
     var node = document.createElement(tag);
@@ -43,8 +116,6 @@
     });
   }
 
-  var RESTARTED = "the server restarted: reload the page (with the new address if its token changed)";
-
   function notice(text) {
     var p = document.getElementById("notice");
     if (!p) return;
@@ -52,25 +123,104 @@
     p.hidden = false;
   }
 
-  // An event stream that fails while the server is away retries by itself; one the server refuses (any
-  // answer but 200) is closed for good. A refusal is asked about with a cheap request: 403 is the server
-  // refusing the page's token, i.e. it restarted with a new one, and only a reload with its address helps.
-  function refused() {
-    fetch("/static/ui.css", { cache: "no-store", credentials: "same-origin" }).then(function (response) {
-      if (response.status === 403) notice(RESTARTED);
-      else notice("live updates stopped (the server answered " + response.status + "): reload the page");
-    }, function () {
-      notice("live updates stopped: the server cannot be reached; reload the page once it runs again");
-    });
+  function setLive(on) {
+    var dot = document.getElementById("live");
+    if (dot) dot.className = on ? "live on" : "live";
   }
 
-  function live(source) {
-    var dot = document.getElementById("live");
-    source.addEventListener("open", function () { if (dot) dot.className = "live on"; });
-    source.addEventListener("error", function () {
-      if (dot) dot.className = "live";
-      if (source.readyState === EventSource.CLOSED) refused();
-    });
+  // A server-sent event stream, read with fetch: EventSource cannot send a header. `on` maps event names to
+  // handlers of the event's data (parsed JSON), and `open` to a handler called at each (re)connection. As
+  // EventSource does, it reconnects by itself after a network error or the end of the stream (the server
+  // away, or restarting); an answer other than 200 ends it, said on the page (401: a new token).
+  var RETRY_FIRST = 500;
+  var RETRY_MOST = 4000;
+
+  function eventStream(url, on) {
+    var closed = false;
+    var controller = null;
+    var timer = 0;
+    var retry = RETRY_FIRST;
+
+    function again() {
+      setLive(false);
+      if (closed) return;
+      timer = setTimeout(connect, retry);
+      retry = Math.min(retry * 2, RETRY_MOST);
+    }
+
+    function dispatch(event, data) {
+      if (closed || !on[event]) return;
+      on[event](JSON.parse(data));
+    }
+
+    function read(reader) {
+      var decoder = new TextDecoder();
+      var buffer = "";
+      var event = "message";
+      var data = [];
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done || closed) return;
+          var text = decoder.decode(chunk.value, { stream: true });
+          buffer += text;
+          if (text.indexOf("\n") < 0) return pump(); // a long line still coming: nothing to split yet
+          var lines = buffer.split("\n");
+          buffer = lines.pop();
+          lines.forEach(function (raw) {
+            var line = raw.charAt(raw.length - 1) === "\r" ? raw.slice(0, -1) : raw;
+            if (line === "") {
+              if (data.length) dispatch(event, data.join("\n"));
+              event = "message";
+              data = [];
+            } else if (line.charAt(0) !== ":") { // a comment (the server's keepalive) is skipped
+              var colon = line.indexOf(":");
+              var field = colon < 0 ? line : line.slice(0, colon);
+              var value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+              if (field === "event") event = value;
+              else if (field === "data") data.push(value);
+            }
+          });
+          return pump();
+        });
+      }
+      return pump();
+    }
+
+    function connect() {
+      timer = 0;
+      if (closed) return;
+      var mine = new AbortController();
+      controller = mine;
+      get(url, { signal: mine.signal, headers: { Accept: "text/event-stream" } }).then(function (response) {
+        if (closed) return null;
+        if (!response.ok) {
+          closed = true;
+          setLive(false);
+          if (response.status !== 401) {
+            notice("live updates stopped (the server answered " + response.status + "): reload the page");
+          }
+          return null;
+        }
+        setLive(true);
+        retry = RETRY_FIRST;
+        if (on.open) on.open();
+        return read(response.body.getReader());
+      }).then(function () {
+        if (!mine.signal.aborted) again(); // the stream ended: the server went away or restarts
+      }, function () {
+        if (!mine.signal.aborted) again(); // no server there (yet): try again, as EventSource does
+      });
+    }
+
+    connect();
+    return {
+      close: function () {
+        closed = true;
+        if (timer) clearTimeout(timer);
+        if (controller) controller.abort();
+        setLive(false);
+      },
+    };
   }
 
   // A browser opens at most 6 connections to one host for all of its tabs (HTTP/1.1), and every page's
@@ -80,8 +230,7 @@
     document.addEventListener("visibilitychange", function () {
       if (document.visibilityState === "hidden") {
         pause();
-        var dot = document.getElementById("live");
-        if (dot) dot.className = "live";
+        setLive(false);
       } else {
         resume();
       }
@@ -120,12 +269,9 @@
     var shown = {}; // each row's data as last drawn from the stream (a reopened stream resends every row)
     var source = null;
     function open(address) {
-      source = new EventSource(address);
-      live(source);
-      source.addEventListener("jobs", apply);
+      source = eventStream(address, { jobs: apply });
     }
-    function apply(event) {
-      var data = JSON.parse(event.data);
+    function apply(data) {
       data.upsert.forEach(function (job) {
         var key = job.backend + "/" + job.id;
         var json = JSON.stringify(job);
@@ -151,7 +297,7 @@
       document.getElementById("count").textContent = String(tbody.rows.length);
       document.getElementById("empty").hidden = tbody.rows.length > 0;
     }
-    open(body.getAttribute("data-events"));
+    open(attr("events"));
     // The page's digest says what was rendered; after a pause the stream starts from every row.
     whileVisible(function () { open("/events"); }, function () { source.close(); });
     updateAges();
@@ -273,9 +419,9 @@
   // The name is a query parameter, encoded (pages.plot_src builds the same): `eval/loss`, or a name with
   // `?`, `#`, `%` or a newline, cannot be a path segment.
   function plotSrc(name) {
-    var view = plotView();
-    var params = new URLSearchParams({ name: name, x: view.x, scale: view.scale, v: String(metricVersion) });
-    return body.getAttribute("data-job") + "/plot.svg?" + params.toString();
+    var shown = plotView();
+    var params = new URLSearchParams({ name: name, x: shown.x, scale: shown.scale, v: String(metricVersion) });
+    return attr("job") + "/plot.svg?" + params.toString();
   }
 
   // Each plot's image by metric name, and the address each should show (the newest asked for).
@@ -290,11 +436,41 @@
     return img;
   }
 
-  function redrawPlots() {
-    Object.keys(plots).forEach(function (name) {
-      wanted[name] = plotSrc(name);
-      plots[name].src = wanted[name];
+  function forgetPicture(img) {
+    if (img.src.indexOf("blob:") === 0) URL.revokeObjectURL(img.src);
+  }
+
+  // Draws the plot of `name` as the page's axes say, unless that is the picture asked for already. An <img>
+  // cannot send a header: the picture is fetched with the page's token and shown from a blob: address. It
+  // replaces the shown one once loaded, so a growing plot never blinks (one request per redraw), unless a
+  // newer one was asked for meanwhile (more samples, or other axes). `data-src` says what the image shows.
+  function drawPlot(name, src) {
+    if (wanted[name] === src) return;
+    wanted[name] = src;
+    get(src).then(function (response) {
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      return response.blob();
+    }).then(function (blob) {
+      if (wanted[name] !== src) return;
+      var next = plotImg(name);
+      next.alt = plots[name].alt;
+      next.setAttribute("data-src", src);
+      next.onload = function () {
+        if (wanted[name] !== src) { forgetPicture(next); return; }
+        var shown = plots[name];
+        if (shown.parentNode) shown.parentNode.replaceChild(next, shown);
+        forgetPicture(shown);
+        plots[name] = next;
+      };
+      next.src = URL.createObjectURL(blob);
+    }).catch(function () {
+      // The shown picture stays; the next change (or the trailing redraw) asks again.
+      if (wanted[name] === src) delete wanted[name];
     });
+  }
+
+  function redrawPlots() {
+    Object.keys(plots).forEach(function (name) { drawPlot(name, plotSrc(name)); });
   }
 
   // A job logging every few milliseconds sends a `metrics` event every 50 ms: redrawing every plot on each
@@ -308,24 +484,7 @@
   function refreshPlots() {
     plotTimer = 0;
     plotsDrawn = performance.now();
-    Object.keys(plots).forEach(function (name) {
-      var src = plotSrc(name);
-      if (wanted[name] === src) return;
-      wanted[name] = src;
-      // The new picture replaces the shown one once loaded, so a growing plot never blinks (one request per
-      // redraw: the loaded image is the one shown); unless a newer one was asked for meanwhile, or the axes
-      // were changed (that change has drawn the plot already, and this picture is of the old axes).
-      var next = plotImg(name);
-      next.alt = plots[name].alt;
-      var view = JSON.stringify(plotView());
-      next.onload = function () {
-        if (wanted[name] !== src || JSON.stringify(plotView()) !== view) return;
-        var shown = plots[name];
-        if (shown.parentNode) shown.parentNode.replaceChild(next, shown);
-        plots[name] = next;
-      };
-      next.src = src;
-    });
+    redrawPlots();
   }
 
   function renderMetrics(d) {
@@ -333,10 +492,9 @@
     var box = document.getElementById("metrics");
     d.names.forEach(function (name) {
       if (plots[name]) return;
-      var img = plotImg(name);
-      wanted[name] = img.src = plotSrc(name);
-      plots[name] = img;
-      box.appendChild(img);
+      plots[name] = plotImg(name);
+      box.appendChild(plots[name]);
+      drawPlot(name, plotSrc(name));
     });
     document.getElementById("no-metrics").hidden = d.names.length > 0;
     if (!plotTimer) {
@@ -476,29 +634,29 @@
     if (source) source.close();
     resetLog();
     var query = params.toString();
-    var stream = new EventSource(body.getAttribute("data-events") + (query ? "?" + query : ""));
+    var stream = eventStream(attr("events") + (query ? "?" + query : ""), {
+      // Every connection sends the log from its start: after a reconnect, the page starts it over.
+      open: resetLog,
+      status: onStatus,
+      metrics: renderMetrics,
+      lines: appendLines,
+      end: function () {
+        document.getElementById("log").appendChild(el("div", "— end of output —", "log-end"));
+        keepAtEnd();
+      },
+      failed: function (data) { logError(data.message); },
+      gone: function (data) {
+        stream.close();
+        source = null;
+        jobGone(data);
+      },
+    });
     source = stream;
-    live(stream);
-    // Every connection sends the log from its start: after a reconnect, the page starts it over.
-    stream.addEventListener("open", resetLog);
-    stream.addEventListener("status", function (event) { onStatus(JSON.parse(event.data)); });
-    stream.addEventListener("metrics", function (event) { renderMetrics(JSON.parse(event.data)); });
-    stream.addEventListener("lines", function (event) { appendLines(JSON.parse(event.data)); });
-    stream.addEventListener("end", function () {
-      document.getElementById("log").appendChild(el("div", "— end of output —", "log-end"));
-      keepAtEnd();
-    });
-    stream.addEventListener("failed", function (event) { logError(JSON.parse(event.data).message); });
-    stream.addEventListener("gone", function (event) {
-      stream.close();
-      source = null;
-      jobGone(JSON.parse(event.data));
-    });
   }
 
   function act(button) {
     var action = button.getAttribute("data-action");
-    var job = body.getAttribute("data-id");
+    var job = attr("id");
     if (!window.confirm(action + " job " + job + "?\n" + button.title)) return;
     var result = document.getElementById("action-result");
     result.textContent = action + "…";
@@ -509,20 +667,14 @@
       result.textContent = text;
       enableActions();
     }
-    fetch(body.getAttribute("data-job") + "/" + action, {
-      method: "POST",
-      headers: { "X-Kubetrain-CSRF": csrf },
-      credentials: "same-origin",
-    }).then(function (response) {
-      // Read as text first: a refusal may be plain text (a 403 from the server's guard, or its token page
-      // after it restarted), and is shown as the server said it, not as a JSON parser's complaint.
+    get(attr("job") + "/" + action, { method: "POST" }).then(function (response) {
+      // Read as text first: a refusal may be plain text (the server's guard: a 401 after it restarted with
+      // a new token), and is shown as the server said it, not as a JSON parser's complaint.
       return response.text().then(function (text) {
         var data = null;
         try { data = JSON.parse(text); } catch (err) { data = null; }
         if (!response.ok) {
           failed((data && data.error) || text.trim() || response.statusText || "HTTP " + response.status);
-          // 403 to a page of this server: its token or this page's CSRF token is refused, so it restarted.
-          if (response.status === 403) notice(RESTARTED);
           return;
         }
         if (!data || typeof data.phase !== "string") { failed(text.trim() || response.statusText); return; }
@@ -542,10 +694,13 @@
     document.querySelectorAll("button.action").forEach(function (b) {
       if (!b.disabled) allowed.push(b.getAttribute("data-action"));
     });
+    metricVersion = parseInt(document.getElementById("metrics").getAttribute("data-version"), 10) || 0;
     document.querySelectorAll("#metrics img.plot").forEach(function (img) {
       var name = img.getAttribute("data-metric");
       plots[name] = img;
-      wanted[name] = img.getAttribute("src");
+      var src = img.getAttribute("data-src");
+      img.removeAttribute("data-src"); // said again once its picture is shown
+      drawPlot(name, src);
     });
     document.getElementById("metric-x").addEventListener("change", redrawPlots);
     document.getElementById("metric-scale").addEventListener("change", redrawPlots);
@@ -561,6 +716,36 @@
     whileVisible(openStream, function () { if (source) source.close(); });
   }
 
-  if (body.getAttribute("data-page") === "jobs") jobsPage();
-  if (body.getAttribute("data-page") === "job") jobPage();
+  // -- the page's content ------------------------------------------------------------------------------
+
+  // The layout came without anything of a job (any page address answers it to anyone): its content is
+  // asked for with the token, put in the layout as the server rendered it, and kept current from there.
+  function load() {
+    takeToken();
+    if (!storedToken()) {
+      notice(NO_TOKEN);
+      return;
+    }
+    var path = window.location.pathname;
+    var address = path === "/" ? "/content" : path.replace(/\/$/, "") + "/content";
+    get(address).then(function (response) {
+      if (response.status === 401) return; // said by get()
+      return response.text().then(function (text) {
+        if ((response.headers.get("content-type") || "").indexOf("text/html") !== 0) {
+          notice("the server answered " + response.status + ": " + text.trim());
+          return;
+        }
+        var box = document.getElementById("view");
+        box.innerHTML = text; // the server's HTML, every value in it escaped (pages.py)
+        view = box.firstElementChild;
+        document.title = attr("title") + " · kubetrain";
+        if (attr("view") === "jobs") jobsPage();
+        if (attr("view") === "job") jobPage();
+      });
+    }, function () {
+      notice("the server cannot be reached: reload the page once kubetrain ui runs again");
+    });
+  }
+
+  load();
 })();
