@@ -4,8 +4,9 @@ A Starlette app served by uvicorn (the optional extra `kubetrain[ui]`). Pages ar
 SVG; a small script of kubetrain's own (`static/ui.js`) keeps them current from server-sent events, which
 the server sends when the backends' own change signals fire (`changes.py`): the page never polls.
 
-Layering: below the CLI, above the backends. Only `app.py` and `server.py` import Starlette and uvicorn, so
-the rest (views, SVG plots, security checks, change feeds) is plain Python, testable without them.
+Layering: below the CLI, above the backends. Only `app.py`, `server.py` and `connections.py` (inside a
+function) import Starlette and uvicorn, so the rest (views, SVG plots, security checks, change feeds) is
+plain Python, testable without them.
 """
 
 from __future__ import annotations

@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING
 
 from ..contract.errors import EXIT_INTERRUPTED, KubetrainError
 from .app import WebView
+from .connections import (
+    ACCEPT_BATCH,
+    DEFAULT_IDLE_TIMEOUT,
+    ConnectionLimits,
+    Listener,
+    effective_limits,
+    protocol_class,
+)
 from .security import Guard
 from .sources import Source
 
@@ -24,18 +32,22 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
 
 
-def _config(view: WebView, host: str, port: int, sock: socket.socket | None = None) -> uvicorn.Config:
+def _config(view: WebView, limits: ConnectionLimits) -> uvicorn.Config:
     import uvicorn
 
     return uvicorn.Config(
         view.app(),
-        host=host,
-        port=port,
         log_level="warning",
         access_log=False,
         lifespan="on",
         # Open event streams end at once on shutdown instead of holding it for their keepalive.
         timeout_graceful_shutdown=1,
+        # h11, pinned and bounded (`connections.py`): an idle timeout that a trickle of bytes does not reset,
+        # after a response too, and a cap on connections below the open-file limit.
+        http=protocol_class(limits),
+        # Typed int by uvicorn, used as a delay for call_later: a float works.
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]
+        backlog=ACCEPT_BATCH,
     )
 
 
@@ -47,11 +59,11 @@ def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound before the address is printed: a taken port is an error, not an address
     announced and then abandoned."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = Listener(family)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen()
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
@@ -86,18 +98,30 @@ def _server(config: uvicorn.Config, view: WebView) -> uvicorn.Server:
     return Server(config)
 
 
-def serve(backends: Sequence[Backend], host: str, port: int, *, token: str | None = None) -> int:
+def serve(
+    backends: Sequence[Backend],
+    host: str,
+    port: int,
+    *,
+    token: str | None = None,
+    max_connections: int | None = None,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+) -> int:
     """Serve until interrupted; the exit status: 130 after Ctrl-C (as any interrupted command), 0 after
-    SIGTERM. The port is bound first, then the address (with its token) is printed once."""
+    SIGTERM. The port is bound first, then the address (with its token) is printed once. At most
+    `max_connections` at once (default: `DEFAULT_MAX_CONNECTIONS`, lowered below the open-file limit)."""
+    limits, lowered = effective_limits(max_connections, idle_timeout)
     sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
     view = WebView([Source(b) for b in backends], guard)
-    server = _server(_config(view, host, port), view)
+    server = _server(_config(view, limits), view)
     print(
         f"kubetrain ui: serving {', '.join(b.name for b in backends)} jobs at {address(host, port, guard.token)}",
         flush=True,
     )
     print("kubetrain ui: the token in this address is the key to the page; keep it private", flush=True)
+    if lowered:
+        print(lowered, file=sys.stderr, flush=True)
     if not guard.loopback:
         # As Jupyter warns: plain HTTP, so the token and every page cross the network readable by anyone on
         # the way. kubetrain serves no TLS; an SSH tunnel to 127.0.0.1 keeps it on this machine.
@@ -122,22 +146,25 @@ class Background:
     """The web view on a thread of this process: `with Background([backend]) as bg: bg.url`."""
 
     def __init__(
-        self, backends: Sequence[Backend], *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+        self,
+        backends: Sequence[Backend],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         import uvicorn
 
-        if port == 0:
-            with socket.socket() as s:
-                s.bind((host, 0))
-                port = s.getsockname()[1]
-        self.host, self.port = host, port
-        self.guard = Guard.for_bind(host, port, token)
+        self.sock = listen(host, port)
+        self.host, self.port = host, int(self.sock.getsockname()[1])
+        self.guard = Guard.for_bind(host, self.port, token)
         self.view = WebView([Source(b) for b in backends], self.guard)
-        self.server = uvicorn.Server(_config(self.view, host, port))
+        self.server = uvicorn.Server(_config(self.view, limits or ConnectionLimits()))
         self._thread = threading.Thread(target=self._run, name="kubetrain-ui", daemon=True)
 
     def _run(self) -> None:
-        asyncio.run(self.server.serve())
+        asyncio.run(self.server.serve(sockets=[self.sock]))
 
     @property
     def url(self) -> str:
@@ -162,6 +189,7 @@ class Background:
         self.view.close_streams()
         self.server.should_exit = True
         self._thread.join(10)
+        self.sock.close()
 
     def __enter__(self) -> Background:
         return self.start()

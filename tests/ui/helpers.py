@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -174,17 +175,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_ui(port: int, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def start_ui(
+    port: int, home: Path, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+) -> subprocess.Popen[str]:
     """`kubetrain ui --port PORT ARGS` as a process of its own over the job store in `home` (a fresh token
-    unless `env` gives KUBETRAIN_UI_TOKEN), its output piped."""
+    unless `env` gives KUBETRAIN_UI_TOKEN), its output piped; with `open_files`, its open-file limit (soft
+    and hard, as `ulimit -n` sets them)."""
     full = {**os.environ, "KUBETRAIN_HOME": str(home)}
     full.pop("KUBETRAIN_UI_TOKEN", None)
+
+    def limit() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     return subprocess.Popen(
         [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**full, **(env or {})},
+        preexec_fn=limit,
     )
 
 
@@ -200,11 +210,11 @@ def ending(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
 
 
 @contextlib.contextmanager
-def ui_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
-    """`kubetrain ui` on 127.0.0.1 over `home`'s jobs: the process, its port, and the token of the address it
-    printed (once the port is bound)."""
+def ui_process(home: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """`kubetrain ui ARGS` on 127.0.0.1 over `home`'s jobs: the process, its port, and the token of the
+    address it printed (once the port is bound)."""
     port = free_port()
-    with ending(start_ui(port, home)) as proc:
+    with ending(start_ui(port, home, *args)) as proc:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first

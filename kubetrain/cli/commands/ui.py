@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...contract.choices import BACKEND_ALIASES, BACKENDS
 from ...contract.env_names import UI_TOKEN
+from ...ui.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from ..errors import CliError
 from ..options import add_cluster, open_backend_for
 
@@ -32,6 +33,13 @@ the key to the page:
   Where it is taken from: --token-file, else --token, else ${UI_TOKEN}, else a fresh one. A token has at
   least 32 characters of A-Z a-z 0-9 - _. --token works too, but every user of this machine can read a
   command's arguments (ps, /proc): it is said with a warning.
+
+limits (anyone who can connect meets them, token or not; see docs/ui.md):
+  --idle-timeout: a connection that has not sent a whole request head that many seconds after it opened, or
+  after its previous response, is closed (a byte now and then does not count).
+  --max-connections: at most that many at once, and never more than half of the open files left after 256
+  (the open-file limit is raised to its hard limit at start where allowed). Over it, the connection idle
+  longest is closed; when all of them are busy, a new one is answered 503.
 """
 
 
@@ -54,6 +62,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--token",
         help="the key itself; visible to every user of this machine in the process list: prefer --token-file",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help=f"connections at once, at most (default: {DEFAULT_MAX_CONNECTIONS}, lowered to half of the open "
+        "files left after 256)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        default=DEFAULT_IDLE_TIMEOUT,
+        help=f"close a connection that sends no whole request within SECONDS (default: {DEFAULT_IDLE_TIMEOUT:g})",
     )
     p.add_argument(
         "--backend",
@@ -101,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"kubetrain ui needs {' and '.join(missing)}: {INSTALL_HINT}")
     if not 0 < args.port < 65536:
         raise CliError(f"--port {args.port}: give a port from 1 to 65535", code=2)
+    if args.max_connections is not None and args.max_connections < 1:
+        raise CliError(f"--max-connections {args.max_connections}: give a number from 1", code=2)
+    if not 0 < args.idle_timeout < 86400:
+        raise CliError(f"--idle-timeout {args.idle_timeout:g}: give seconds above 0 and below a day", code=2)
     token = chosen_token(args)
     names = list(dict.fromkeys(backend_name(b) for b in (args.backend or ["local"])))
     from ...ui.server import serve
@@ -110,4 +136,11 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             one = argparse.Namespace(**{**vars(args), "backend": name})
             backends.append(stack.enter_context(open_backend_for(one)))
-        return serve(backends, args.host, args.port, token=token)
+        return serve(
+            backends,
+            args.host,
+            args.port,
+            token=token,
+            max_connections=args.max_connections,
+            idle_timeout=args.idle_timeout,
+        )
