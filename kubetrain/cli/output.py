@@ -58,14 +58,23 @@ def print_jobs(jobs: Sequence[JobStatus], fmt: str | None) -> None:
 def log_filters(args: argparse.Namespace) -> tuple[timedelta | None, re.Pattern[str] | None]:
     """`--since` and `--grep` of `kubetrain logs`, checked."""
     from ..contract.errors import EXIT_USAGE
+    from ..contract.grep_bounds import GrepRefused, check_nesting
     from ..contract.logs import parse_duration
     from .errors import CliError
 
     since = parse_duration(args.since) if args.since else None
+    if not args.grep:
+        return since, None
+    shown = args.grep if len(args.grep) <= 60 else args.grep[:57] + "..."
+    # `re` keeps a repeat's count as a count (no gigabytes from `a{4294967294}`, unlike the web view's `regex`),
+    # but recurses per group: hundreds of nested groups would end in a RecursionError.
     try:
-        grep = re.compile(args.grep) if args.grep else None
+        check_nesting(args.grep)
+        grep = re.compile(args.grep)
+    except GrepRefused as exc:
+        raise CliError(f"--grep {shown!r}: {exc}", EXIT_USAGE) from None
     except re.error as exc:
-        raise CliError(f"--grep {args.grep!r}: {exc}", EXIT_USAGE) from None
+        raise CliError(f"--grep {shown!r}: {exc}", EXIT_USAGE) from None
     return since, grep
 
 

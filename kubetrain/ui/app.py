@@ -43,6 +43,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..contract.errors import KubetrainError
+from ..contract.grep_bounds import GrepRefused, check_size
 from ..contract.logs import SearchTooSlow
 from ..terminal import sanitize
 from . import pages, svg
@@ -284,9 +285,14 @@ class TimedGrep:
 
     def __init__(self, text: str, limit: float = GREP_LINE_SECONDS, stop: threading.Event | None = None) -> None:
         # `re` judges the syntax, so that the page accepts what the CLI accepts and says it in the same words.
+        # Its size is bounded before `regex` compiles it: `regex` copies a repeat's minimum count, and
+        # `a{4294967294}` asked for gigabytes (`contract.grep_bounds`).
         try:
+            check_size(text)
             re.compile(text)
             self.pattern: Any = regex.compile(text)
+        except GrepRefused as exc:
+            raise ValueError(f"grep: {exc}") from None
         except (re.error, regex.error) as exc:
             raise ValueError(f"grep: not a regular expression ({exc}): {text!r}") from None
         self.text = text
@@ -479,7 +485,8 @@ class WebView:
         filters: dict[str, Any] | None = None
         filter_error: str | None = None
         try:
-            filters = log_filters(request.query_params)
+            # On a thread: an expression within its bounds still takes up to a tenth of a second to compile.
+            filters = await asyncio.to_thread(log_filters, dict(request.query_params))
         except ValueError as exc:
             filter_error = str(exc)
         loop = asyncio.get_running_loop()

@@ -176,17 +176,25 @@ def free_port() -> int:
 
 
 def start_ui(
-    port: int, home: Path, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    port: int,
+    home: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    open_files: int | None = None,
+    memory: int | None = None,
 ) -> subprocess.Popen[str]:
     """`kubetrain ui --port PORT ARGS` as a process of its own over the job store in `home` (a fresh token
     unless `env` gives KUBETRAIN_UI_TOKEN), its output piped; with `open_files`, its open-file limit (soft
-    and hard, as `ulimit -n` sets them)."""
+    and hard, as `ulimit -n` sets them); with `memory`, its address space in bytes (`ulimit -v`), so a
+    server that would take gigabytes fails instead of taking them from the machine."""
     full = {**os.environ, "KUBETRAIN_HOME": str(home)}
     full.pop("KUBETRAIN_UI_TOKEN", None)
 
     def limit() -> None:
         if open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     return subprocess.Popen(
         [sys.executable, "-m", "kubetrain.cli.main", "ui", "--port", str(port), *args],
@@ -210,11 +218,13 @@ def ending(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
 
 
 @contextlib.contextmanager
-def ui_process(home: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+def ui_process(
+    home: Path, *args: str, memory: int | None = None
+) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
     """`kubetrain ui ARGS` on 127.0.0.1 over `home`'s jobs: the process, its port, and the token of the
     address it printed (once the port is bound)."""
     port = free_port()
-    with ending(start_ui(port, home, *args)) as proc:
+    with ending(start_ui(port, home, *args, memory=memory)) as proc:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("kubetrain ui: serving local jobs at http://127.0.0.1:"), first

@@ -40,6 +40,8 @@ limits (anyone who can connect meets them, token or not; see docs/ui.md):
   --max-connections: at most that many at once, and never more than half of the open files left after 256
   (the open-file limit is raised to its hard limit at start where allowed). Over it, the connection idle
   longest is closed; when all of them are busy, a new one is answered 503.
+  The page's grep (fixed): 1 s of search per line; an expression whose repeats would expand past 100,000
+  pieces when compiled, or nests groups over 50 deep, is refused before it is compiled, saying what to change.
 """
 
 
