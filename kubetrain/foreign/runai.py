@@ -396,24 +396,29 @@ def _distribution(s: _Spec, spec: dict[str, Any]) -> None:
         spec["replicas"] = s.take("processes", "spec.replicas")
     if s.has("slotsPerWorker"):
         spec["procsPerReplica"] = s.take("slotsPerWorker", "spec.procsPerReplica")
-    parallelism = s.get("parallelism") if s.has("parallelism") else None
-    completions = s.get("completions") if s.has("completions") else None
-    count = parallelism if parallelism is not None else completions
-    if count is not None and "replicas" not in spec and (completions is None or completions == count):
-        spec["replicas"] = count
-        how = "replicas that run together, each once (kubetrain's workers), not a pool of pods taking work"
+    if not (s.has("parallelism") or s.has("completions")):
+        return
+    if "replicas" in spec or spec.get("framework") == "mpi":
         for name in ("parallelism", "completions"):
-            if s.has(name):
-                s.approx(name, "spec.replicas", how)
-    else:
-        why = (
-            "processes sets the replicas (an MPI workload's)"
-            if "replicas" in spec
-            else "hyperparameter-optimization pods (completions ≠ parallelism) are not a distributed job: kubetrain "
-            "runs each replica once"
-        )
-        for name in ("parallelism", "completions"):
-            s.refuse(name, why)
+            s.refuse(name, "processes sets the replicas (an MPI workload's): its pods form one distributed job, "
+                     "not independent runs")
+        return
+    # "Used with Hyperparameter Optimization. Specifies the number of successful pods the job should reach to be
+    # completed ... The default value for 'completions' is 1. The 'parallelism' flag should be smaller or equal
+    # to 'completions'": independent runs of the program, kubetrain's trials.
+    completions = int(s.take("completions", "spec.trials.completions")) if s.has("completions") else 1
+    trials: dict[str, Any] = {"completions": completions}
+    if s.has("parallelism"):
+        parallelism = int(s.get("parallelism"))
+        if parallelism > completions:
+            s.approx("parallelism", "spec.trials.parallelism", f"{parallelism} as {completions}: no more pods run at "
+                     f"once than there are completions to reach ({completions}; Run:ai's default completions is 1)")
+            parallelism = completions
+        else:
+            s.take("parallelism", "spec.trials.parallelism")
+        if parallelism != 1:
+            trials["parallelism"] = parallelism
+    spec["trials"] = trials
 
 
 def _records(s: _Spec, spec: dict[str, Any]) -> None:

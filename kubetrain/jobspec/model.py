@@ -174,6 +174,29 @@ class Elastic(SpecModel):
         return self
 
 
+class Trials(SpecModel):
+    """Independent runs of the program, each a replica of its own, until `completions` of them have succeeded,
+    at most `parallelism` at a time: a hyperparameter search's trials (Run:ai's completions and parallelism, a
+    Kubernetes Job's). Run i gets KUBETRAIN_REPLICA_INDEX i (0 … completions-1) and KUBETRAIN_NUM_REPLICAS
+    completions; the runs do not form one distributed job, so the framework is generic. A failed run is
+    started again alone (its restartPolicy; every retry counts against runPolicy.backoffLimit) while the
+    others go on; the job succeeds once every index has succeeded."""
+
+    completions: WholeNumber = Field(ge=1, le=MAX_REPLICAS)
+    """Successful runs the job needs (Run:ai's completions: "the number of successful pods the job should
+    reach to be completed")."""
+    parallelism: WholeNumber = Field(default=1, ge=1, le=MAX_REPLICAS)
+    """Most runs at a time (Run:ai's parallelism; default 1, a Kubernetes Job's). At most completions: fewer
+    run once fewer are left to do."""
+
+    @model_validator(mode="after")
+    def _at_most_completions(self) -> Trials:
+        if self.parallelism > self.completions:
+            raise SpecError([FieldError(("parallelism",), f"must be ≤ completions ({self.completions}): no more "
+                                        "runs than there are to do ever run at once", self.parallelism, True)])
+        return self
+
+
 class Run(SpecModel):
     """What each replica runs: exactly one of python, module, exec, customCommand (DeepSpeedJob's RunType)."""
 
@@ -487,6 +510,9 @@ class JobSpec(ReplicaSettings):
     its own. Locally, processes need no ssh."""
     mpi: Mpi | None = None
     """MPI on Kubernetes (framework mpi): which MPIJob the kubeflow flavor renders."""
+    trials: Trials | None = None
+    """Independent runs of the program instead of one distributed job: `completions` successful runs, at most
+    `parallelism` at a time (Run:ai's completions and parallelism). Not with replicas, roles or elastic."""
 
     @field_validator("ssh_auth_mount_path")
     @classmethod
@@ -539,6 +565,8 @@ class JobSpec(ReplicaSettings):
             problems += _framework_role_rules(self.framework, self.roles)
         if self.elastic is not None:
             problems += self._elastic_problems(self.elastic)
+        if self.trials is not None:
+            problems += self._trials_problems()
         problems += self._restart_problems()
         if self.mpi is not None and self.framework not in MPI_FRAMEWORKS:
             names = ", ".join(f.value for f in MPI_FRAMEWORKS)
@@ -600,6 +628,18 @@ class JobSpec(ReplicaSettings):
             ]
         return []
 
+    def _trials_problems(self) -> list[FieldError]:
+        """Trials are one program run many times: no other way of counting replicas beside them."""
+        why = "trials run one replica per run: their count is trials.completions"
+        problems = [FieldError((name,), f"conflicts with trials ({why})") for name, given in
+                    (("replicas", self.replicas is not None), ("roles", self.roles is not None),
+                     ("elastic", self.elastic is not None)) if given]
+        if self.framework is not Framework.GENERIC:
+            problems.append(FieldError(("framework",), "must be generic with trials: independent runs form no "
+                                       f"{self.framework.value} job together", self.framework.value, True,
+                                       hint="drop framework (generic is the default), or drop trials"))
+        return problems
+
     def _restart_problems(self) -> list[FieldError]:
         problems: list[FieldError] = []
         roles = self.roles or {}
@@ -654,7 +694,7 @@ class JobSpec(ReplicaSettings):
     def role_replicas(self) -> dict[str, int]:
         """Replicas per role, in the framework's role order (then the order written)."""
         if self.roles is None:
-            return {DEFAULT_ROLE: self.replicas or 1}
+            return {DEFAULT_ROLE: self.trials.completions if self.trials is not None else self.replicas or 1}
         order = ROLES[self.framework] or ()
         names = sorted(self.roles, key=lambda n: order.index(n) if n in order else len(order))
         return {name: self.roles[name].replicas for name in names}
@@ -885,5 +925,6 @@ __all__ = [
     "Scheduling",
     "Security",
     "TrainJob",
+    "Trials",
     "format_path",
 ]

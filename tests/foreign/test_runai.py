@@ -44,10 +44,12 @@ def test_the_example_merges_its_template_and_converts() -> None:
     assert {v.name: v.value for v in spec.env or []} == {"TEAM": "vision", "GREETING": "hello-from-runai"}
     assert spec.resources is not None and spec.resources.shm is True and spec.resources.cpu == "0.5"
     assert spec.scheduling.node_pools == ["a100", "default"]
-    assert spec.replicas == 2 and spec.run is not None and spec.run.exec == ["python", "train_runai.py", "--steps", "5"]
+    # completions and parallelism 2: two runs that must each succeed, both at once (seed 004's meaning)
+    assert spec.trials is not None and (spec.trials.completions, spec.trials.parallelism) == (2, 2)
+    assert spec.run is not None and spec.run.exec == ["python", "train_runai.py", "--steps", "5"]
     template_note = next(n for n in conversion.notes if n.source == "spec.image.value")
     assert template_note.file == str(FOREIGN / "trainingworkload-template.yaml") and template_note.line == 9
-    assert {n.source for n in conversion.approximated()} == {"spec.parallelism.value", "spec.completions.value"}
+    assert not conversion.approximated()
 
 
 def test_a_base_that_is_not_a_template_is_refused(tmp_path: Path) -> None:
@@ -66,8 +68,9 @@ def test_a_base_that_is_not_a_template_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_the_example_renders_valid_manifests_for_every_flavor_that_can_express_it(flavor: str) -> None:
     job, _ = load_job_file(EXAMPLE)
-    if flavor not in flavors_that(lambda f: f.every_framework):  # a generic job: kubeflow has no kind for it
-        with pytest.raises(SpecError, match="framework generic"):
+    if flavor not in flavors_that(lambda f: f.every_framework and f.trials):
+        # independent runs of a generic job: an Indexed Job's completions and parallelism (the job flavor)
+        with pytest.raises(SpecError, match="spec.trials: independent runs"):
             kubetrain.render(job, flavor)
         return
     objects = kubetrain.render(job, flavor)

@@ -107,3 +107,58 @@ def test_runai_backoff_limit_defaults_to_6() -> None:
     assert job.spec.backoff_limit_of() == 6
     assert job.spec.job_restart_policy() == "OnFailure"
     assert convert(workload(backoffLimit=1)).job.spec.backoff_limit_of() == 1
+
+
+TRIAL = """\
+import os, sys, time
+index, total = int(os.environ["KUBETRAIN_REPLICA_INDEX"]), int(os.environ["KUBETRAIN_NUM_REPLICAS"])
+out = os.environ["OUT_DIR"]
+running, done = os.path.join(out, "running"), os.path.join(out, "done")
+if index == 1 and not os.path.exists(os.path.join(out, "failed-once")):
+    open(os.path.join(out, "failed-once"), "w").close()
+    sys.exit(3)  # this run fails once: it is started again alone
+open(os.path.join(running, str(index)), "w").close()
+most = 0
+while True:  # wait for a peer running at the same time, unless this is the last run left
+    peers = len(os.listdir(running))
+    most = max(most, peers)
+    if peers > 1 or len(os.listdir(done)) + 1 >= total:
+        break
+    time.sleep(0.02)
+with open(os.path.join(done, str(index)), "w") as f:
+    f.write(str(most))
+os.unlink(os.path.join(running, str(index)))
+"""
+
+
+def test_runai_completions_and_parallelism_run_that_many_successes_at_most_that_many_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Seed 004: completions "Specifies the number of successful pods the job should reach to be completed";
+    parallelism "the maximum desired number of pods the workload should run at any given time". With 4 and 2,
+    kubetrain ran one pod and called the job Succeeded; now 4 runs succeed (one of them after a failure, started
+    again alone), never more than 2 at once, and two do run together."""
+    write(tmp_path / "trial.py", TRIAL)
+    out = tmp_path / "out"
+    for folder in ("running", "done"):
+        (out / folder).mkdir(parents=True)
+    doc = workload(completions=4, parallelism=2, command="python trial.py")
+    doc["spec"]["environment"] = {"items": {"OUT_DIR": {"value": str(out)}}}
+    conversion = convert(doc)
+    assert conversion.data["spec"]["trials"] == {"completions": 4, "parallelism": 2}
+    assert not conversion.refused()
+    status = run_job(conversion.job.with_base_dir(tmp_path), tmp_path)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    most = {int(p.name): int(p.read_text()) for p in (out / "done").iterdir()}
+    assert sorted(most) == [0, 1, 2, 3]  # every run succeeded once
+    assert max(most.values()) == 2  # two at a time, never more
+    assert [r.restarts for r in status.replicas] == [0, 1, 0, 0] and status.backoff_count == 1
+
+
+def test_runai_completions_default_to_1_and_parallelism_is_at_most_completions() -> None:
+    """Seed 004: "The default value for 'completions' is 1. The 'parallelism' flag should be smaller or equal to
+    'completions'"."""
+    only_parallelism = convert(workload(parallelism=3))
+    assert only_parallelism.data["spec"]["trials"] == {"completions": 1}
+    assert any("completions" in note.reason for note in only_parallelism.approximated())
+    assert convert(workload(completions=3)).data["spec"]["trials"] == {"completions": 3}

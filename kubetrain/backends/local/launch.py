@@ -120,6 +120,9 @@ class LaunchRecord:
     them (TF_CONFIG's cluster), so the stored record does not grow with the square of the replica count."""
     elastic: ElasticRange | None = None
     """An elastic job's bounds: a lost replica is replaced alone, the job scales in them (None: a gang)."""
+    parallelism: int | None = None
+    """A job of trials (`spec.trials`): each replica is a run of its own, started at most this many at a time
+    and retried alone; the job succeeds once every one has succeeded (None: the replicas start together)."""
 
     @property
     def rendezvous_path(self) -> str | None:
@@ -173,6 +176,7 @@ class LaunchRecord:
             warnings=tuple(dict.fromkeys(warnings)),
             cluster={role: tuple(plan.topology.addresses(role)) for role in plan.topology.roles},
             elastic=elastic,
+            parallelism=spec.trials.parallelism if spec.trials is not None else None,
         )
 
     @property
@@ -252,6 +256,7 @@ class LaunchRecord:
             **({"roleCwd": dict(self.role_cwds)} if self.role_cwds else {}),
             "preload": list(self.preload),
             **({"elastic": self.elastic.to_dict()} if self.elastic is not None else {}),
+            **({"parallelism": self.parallelism} if self.parallelism is not None else {}),
         }
 
     @classmethod
@@ -291,6 +296,7 @@ class LaunchRecord:
             warnings=tuple(data.get("warnings") or ()),
             cluster={str(k): tuple(str(a) for a in v) for k, v in (data.get("cluster") or {}).items()},
             elastic=ElasticRange.from_dict(data["elastic"]) if data.get("elastic") else None,
+            parallelism=int(data["parallelism"]) if data.get("parallelism") else None,
         )
 
     def to_json(self) -> str:

@@ -75,6 +75,9 @@ class Features:
     """The pods' schedulerName is kubetrain's to set (Run:ai, gpushare); False: the engine schedules its own."""
     kueue_queue: bool = True
     """scheduling.queue is a Kueue LocalQueue (a label on the root); False: the engine's own queue."""
+    trials: bool = False
+    """Independent runs retried alone, at most parallelism at a time (spec.trials: an Indexed Job's completions
+    and parallelism)."""
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,8 @@ def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": view.replicas,
-        "parallelism": view.replicas,
+        # Trials: completions runs, at most parallelism at a time, a failed one retried alone (backoffLimit).
+        "parallelism": ctx.spec.trials.parallelism if ctx.spec.trials is not None else view.replicas,
         "backoffLimit": role_restarts(ctx, view.role),  # the role's restartPolicy Never: 0
         "podFailurePolicy": pod_failure_policy(ctx, view.role),
     }
@@ -209,7 +210,7 @@ FLAVOR = JobFlavor(
     version=JOBS.version,
     resources=(JOBS,),
     auto=1,
-    features=Features(),
+    features=Features(trials=True),
     replaced_pods_are_restarts=True,
     controller=Controller("the Job controller (kube-controller-manager)", builtin=True),
 )

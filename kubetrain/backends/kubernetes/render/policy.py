@@ -81,6 +81,10 @@ def check_common(ctx: Ctx) -> None:
     if spec.scheduling.terminate_after_preemption and not can.terminate_after_preemption:
         problems.unsupported(("spec", "scheduling", "terminateAfterPreemption"), "failing on preemption", flavor,
                              flavors_that(lambda f: f.terminate_after_preemption))
+    if spec.trials is not None and not can.trials:
+        problems.unsupported(("spec", "trials"), "independent runs (completions, at most parallelism at a time, "
+                             "each retried alone)", flavor, flavors_that(lambda f: f.trials),
+                             hint=f"the {flavor} flavor starts a job's pods together and restarts them as one")
     clean = policy.clean_pod_policy
     if clean is not None and clean not in can.clean_pod_policies:
         problems.unsupported(
