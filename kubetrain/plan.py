@@ -13,7 +13,7 @@ per process with the kubelet's rules), so `ProcessPlan.env` is the framework's e
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -103,6 +103,20 @@ class Plan:
                 for r in self.replicas
             ],
         }
+
+
+def expanded_args(argv: Sequence[str], settings: ReplicaSettings) -> tuple[int, ...]:
+    """Positions in a process's `argv` of the user's arguments that `run.expandEnv` expands against the replica's
+    env (the kubelet's `$(VAR)` rule for a container's args): the arguments of run.python, module, exec, a
+    customCommand list and otherArgs that hold a `$`. kubetrain's own arguments never hold `$(` or `$$`, and a
+    customCommand string is the shell's to expand, never this. Empty without expandEnv."""
+    run = settings.run
+    if run is None or not run.expand_env:
+        return ()
+    command = run.custom_command if isinstance(run.custom_command, list) else []
+    user = {arg for arg in (*(run.python or ()), *(run.module or ()), *(run.exec or ()), *command, *run.other_args)
+            if "$" in arg}
+    return tuple(i for i, arg in enumerate(argv) if arg in user)
 
 
 def procs_per_replica(settings: ReplicaSettings) -> int:
@@ -260,6 +274,7 @@ __all__ = [
     "ReplicaPlan",
     "RestartRules",
     "default_topology",
+    "expanded_args",
     "plan",
     "restart_rules",
     "settings_for",

@@ -20,6 +20,10 @@ LOCAL_RANK = "KUBETRAIN_LOCAL_RANK"
 """generic jobs with procsPerReplica > 1: the process's number in its replica, 0 … procsPerReplica-1."""
 PROCS_PER_REPLICA = "KUBETRAIN_PROCS_PER_REPLICA"
 """generic jobs: processes in each replica of the role."""
+RANK0_HOST = "KUBETRAIN_RANK0_HOST"
+"""generic jobs: the host of the first replica of the first role, where a coordinator usually listens (the
+other frameworks name it their own way: MASTER_ADDR, TF_CONFIG's chief, JAX_COORDINATOR_ADDRESS); what a
+TorchX AppDef's ${rank0_env} names."""
 
 # -- what a replica may have on Kubernetes -----------------------------------------------------------
 NAMESPACE = "KUBETRAIN_NAMESPACE"
@@ -72,6 +76,7 @@ __all__ = [
     "POD_NAME",
     "PROCS_PER_REPLICA",
     "PYTHON",
+    "RANK0_HOST",
     "REPLICA_INDEX",
     "ROLE",
     "TEMPLATES",

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+import string
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
+from ..contract import env_names
 from ..jobspec.frameworks import Framework
 from ..jobspec.model import TrainJob
 from .base import Conversion, FieldTree, ForeignKind, SimpleKind, SourceWalker, run_conversion
@@ -28,8 +30,8 @@ KIND = "AppDef"
 API_VERSION = "torchx.pytorch.org/specs"
 """Not an API version TorchX has (an AppDef is a Python object): the name its conversion's notes carry."""
 
-_MACRO = re.compile(r"\$\{(app_id|replica_id|rank0_env|img_root|base_img_root)\}")
 _DNS = re.compile(r"[^a-z0-9-]+")
+_TORCHX_NAME = re.compile(r"[^a-z0-9-]")
 
 
 def appdef_document(app: Any) -> dict[str, Any]:
@@ -117,10 +119,59 @@ def _fields() -> FieldTree:
     return {"name": None, "roles": _ROLE, "metadata": None}
 
 
+# -- TorchX's macros (torchx.specs.api.macros), substituted as TorchX does -----------------------------------
+
+MACROS = ("app_id", "replica_id", "rank0_env", "img_root", "base_img_root")
+
+
+class _Macros(string.Template):
+    """TorchX substitutes macros with `string.Template(arg).safe_substitute(...)` in a role's args and env
+    values: `${name}` and `$name`, `$$` is a `$`, anything else stays as written."""
+
+
+def macro_values(framework: Framework) -> dict[str, str]:
+    """What each macro becomes in a TrainJob, as TorchX's Kubernetes scheduler fills them in: its per-replica
+    values as references to the replica's own variables, which every backend expands per replica (env values
+    always, the program's arguments with run.expandEnv), as the kubelet expands a TorchX pod's args and env."""
+    return {
+        "replica_id": "$(KUBETRAIN_REPLICA_INDEX)",  # the replica's index in its role, kept by its replacement
+        "app_id": "$(KUBETRAIN_JOB)",  # the job's name: what kubetrain calls the job, as TorchX's app id
+        # The NAME of a variable holding the first replica's host, for a shell to read: MASTER_ADDR in a pytorch
+        # job (TorchX's own TORCHX_RANK0_HOST / VC_<ROLE>_0_HOSTS are its schedulers'), KUBETRAIN_RANK0_HOST else.
+        "rank0_env": "MASTER_ADDR" if framework is Framework.PYTORCH else env_names.RANK0_HOST,
+        "img_root": "",  # the image's root directory: "" on Kubernetes; locally this machine's own, "" too
+        "base_img_root": "DEPRECATED",  # TorchX's own value for it
+    }
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """`text` with TorchX's macros substituted as TorchX does (`_Macros`)."""
+    return _Macros(text).safe_substitute(values)
+
+
+def macro_names(texts: Iterable[str]) -> list[str]:
+    """The macros `texts` use, in TorchX's spelling (`${replica_id}`), sorted."""
+    found = {m.group("named") or m.group("braced") for text in texts for m in _Macros.pattern.finditer(text)}
+    return sorted(f"${{{name}}}" for name in found if name in MACROS)
+
+
+def macros_note(found: list[str], values: dict[str, str]) -> str:
+    return (f"TorchX macros {', '.join(found)} substituted as TorchX's Kubernetes scheduler does, per replica: "
+            "${replica_id} is the replica's index (KUBETRAIN_REPLICA_INDEX), ${app_id} the job's name "
+            f"(KUBETRAIN_JOB), ${{rank0_env}} names {values['rank0_env']} (the first replica's host), ${{img_root}} "
+            "is '' (the root of the pod's image; locally kubetrain runs no image: this machine's root)")
+
+
 def dns_name(text: str, fallback: str) -> str:
     """TorchX names → Kubernetes names: lowercase, runs of other characters as '-', trimmed to 63."""
     name = _DNS.sub("-", text.lower()).strip("-")[:63].strip("-")
     return name or fallback
+
+
+def torchx_name(text: str) -> str:
+    """The name TorchX's Kubernetes scheduler makes of an app's (`normalize_str`, seed 003's `cleanup_str`):
+    lowercase, every character outside [a-z0-9-] dropped, a leading '-' too."""
+    return _TORCHX_NAME.sub("", text.lower().removeprefix("-"))
 
 
 def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
@@ -129,13 +180,22 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
     if name == raw:
         walker.take("name", "metadata.name")
     else:
-        walker.approx("name", "metadata.name", f"{raw!r} as a Kubernetes name: {name!r}")
+        how = f"{raw!r} as a Kubernetes name: {name!r}"
+        torchx = torchx_name(raw)
+        if torchx != name:
+            # Kept on purpose (docs/design-decisions.md): the separators TorchX drops keep a name readable.
+            how += (f" (TorchX's Kubernetes scheduler would make it {torchx!r}, dropping every character outside "
+                    "[a-z0-9-]; kubetrain writes each run of them as '-', so the words stay apart)")
+        walker.approx("name", "metadata.name", how)
     walker.refuse("metadata", "scheduler-specific settings TorchX hands its schedulers")
     spec: dict[str, Any] = {"framework": Framework.GENERIC.value}
     roles: dict[str, dict[str, Any]] = {}
     retries: list[int] = []
+    ddp = any(_ddp(walker.get(("roles", i, "entrypoint")), walker.get(("roles", i, "args")) or []) is not None
+              for i in walker.indexes("roles"))
+    values = macro_values(Framework.PYTORCH if ddp else Framework.GENERIC)
     for i in walker.indexes("roles"):
-        role_name, role = _role(walker, ("roles", i), spec, retries)
+        role_name, role = _role(walker, ("roles", i), spec, retries, values)
         roles[role_name] = role
     spec["roles"] = roles
     if retries and max(retries) > 0:
@@ -144,7 +204,7 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
 
 
 def _role(
-    walker: SourceWalker, r: tuple[str | int, ...], spec: dict[str, Any], retries: list[int]
+    walker: SourceWalker, r: tuple[str | int, ...], spec: dict[str, Any], retries: list[int], values: dict[str, str]
 ) -> tuple[str, dict[str, Any]]:
     ddp = _ddp(walker.get((*r, "entrypoint")), walker.get((*r, "args")) or [])
     raw = str(walker.get((*r, "name")))
@@ -165,16 +225,23 @@ def _role(
         role["image"] = image
     walker.refuse((*r, "base_image"), "deprecated in TorchX; kubetrain runs one image per replica")
     if ddp is not None:
-        _take_ddp(walker, r, target, ddp, role, spec)
+        _take_ddp(walker, r, target, ddp, role, spec, values)
     else:
-        argv = [walker.get((*r, "entrypoint")), *(walker.get((*r, "args")) or [])]
-        run, how = program_run([a for a in argv if a is not None])
-        macros = sorted({m.group(0) for a in argv if a for m in _MACRO.finditer(str(a))})
-        if macros:
-            how = (
-                (how + "; " if how else "") + f"TorchX macros {', '.join(macros)} are left as written: read "
-                "KUBETRAIN_REPLICA_INDEX, KUBETRAIN_JOB and KUBETRAIN_CLUSTER instead"
-            )
+        # TorchX substitutes macros in args, not in the entrypoint ("Macros used fields of Role other than the
+        # ones mentioned above, are NOT substituted").
+        args = [str(a) for a in walker.get((*r, "args")) or []]
+        entrypoint = walker.get((*r, "entrypoint"))
+        run, how = program_run([*([entrypoint] if entrypoint is not None else []), *args])
+        found = macro_names(args)
+        if found or any("$" in a for a in args):
+            key = next(iter(run))
+            # The run's last words are the args (`python -m` took the first of them as its own).
+            n = min(len(args), len(run[key]))
+            run[key] = [*run[key][: len(run[key]) - n], *(substitute(a, values) for a in args[len(args) - n:])]
+            if any("$" in w for w in run[key]):
+                run["expandEnv"] = True  # as the kubelet expands a TorchX pod's args
+        if found:
+            how = (how + "; " if how else "") + macros_note(found, values)
         for part in ("entrypoint", "args"):
             if how:
                 walker.approx((*r, part), f"{target}.run", how)
@@ -186,9 +253,15 @@ def _role(
             walker.take((*r, "min_replicas"), None)
         else:
             walker.refuse((*r, "min_replicas"), "elastic roles are pytorch's (dist.ddp with --nnodes MIN:MAX)")
-    env = walker.take((*r, "env"), f"{target}.env")
+    env = walker.get((*r, "env")) or {}
+    found = macro_names(str(v) for v in env.values())
+    if found:
+        walker.approx((*r, "env"), f"{target}.env", macros_note(found, values))
+    else:
+        walker.take((*r, "env"), f"{target}.env")
     if env:
-        role["env"] = dict(env)
+        # Env values keep Kubernetes' meaning on every backend, as in a TorchX pod: macros substituted first.
+        role["env"] = {str(name): substitute(str(value), values) for name, value in env.items()}
     _retries(walker, r, retries)
     _resource(walker, (*r, "resource"), target, role)
     _ports(walker, r, target, role, ddp is not None)
@@ -244,6 +317,7 @@ def _take_ddp(
     ddp: dict[str, Any],
     role: dict[str, Any],
     spec: dict[str, Any],
+    values: dict[str, str],
 ) -> None:
     options: dict[str, str] = ddp["options"]
     spec["framework"] = Framework.PYTORCH.value
@@ -272,6 +346,12 @@ def _take_ddp(
     other = sorted(set(options) - set(dropped))
     if other:
         role["run"]["otherArgs"] = [w for k in other for w in (f"--{k}", options[k])]
+    key = next(k for k in ("python", "module", "exec") if k in role["run"])
+    found = macro_names(role["run"][key])
+    if found:  # the program's own arguments in the torchrun line
+        role["run"][key] = [substitute(w, values) for w in role["run"][key]]
+        role["run"]["expandEnv"] = True
+        notes.append(macros_note(found, values))
     walker.approx((*r, "entrypoint"), f"{target}.run", "; ".join(notes))
     walker.approx((*r, "args"), f"{target}.run", "; ".join(notes))
 

@@ -211,6 +211,12 @@ class Run(SpecModel):
     `/bin/sh -c` (it is yours, so it is not quoted); a list runs directly. Env contract still applies."""
     other_args: list[Arg] = Field(default_factory=list)
     """Extra arguments for the framework's launcher (torchrun, deepspeed, mpirun), before the program."""
+    expand_env: bool = False
+    """true: `$(NAME)` in the program's arguments (python, module, exec, a customCommand list, otherArgs) is the
+    replica's variable NAME, by Kubernetes' rule for a container's args: `$$` is a `$`, a name the replica does
+    not have stays as written. Each replica gets its own: `--out=/ckpt/$(KUBETRAIN_REPLICA_INDEX)`. Off: the
+    arguments reach the program exactly as written (a customCommand string is a shell's and never expanded).
+    A TorchX AppDef converts with it on, its macros written as references."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Run:

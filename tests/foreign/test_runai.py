@@ -70,7 +70,7 @@ def test_the_example_renders_valid_manifests_for_every_flavor_that_can_express_i
     job, _ = load_job_file(EXAMPLE)
     if flavor not in flavors_that(lambda f: f.every_framework and f.trials):
         # independent runs of a generic job: an Indexed Job's completions and parallelism (the job flavor)
-        with pytest.raises(SpecError, match="spec.trials: independent runs"):
+        with pytest.raises(SpecError, match=r"spec\.trials: independent runs"):
             kubetrain.render(job, flavor)
         return
     objects = kubetrain.render(job, flavor)

@@ -162,3 +162,77 @@ def test_runai_completions_default_to_1_and_parallelism_is_at_most_completions()
     assert only_parallelism.data["spec"]["trials"] == {"completions": 1}
     assert any("completions" in note.reason for note in only_parallelism.approximated())
     assert convert(workload(completions=3)).data["spec"]["trials"] == {"completions": 3}
+
+
+# -- 003 TorchX: macros -------------------------------------------------------------------------------------
+
+REPORT_ARGS = """\
+import json, os, sys
+index = os.environ["KUBETRAIN_REPLICA_INDEX"]
+rank0 = sys.argv[sys.argv.index("--rank0-env") + 1]
+seen = {"argv": sys.argv[1:], "out": os.environ["OUT"], "rank0_host": os.environ.get(rank0)}
+with open(os.path.join(os.environ["REPORTS"], f"replica-{index}.json"), "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def macro_app(reports: Path) -> Any:
+    """A TorchX AppDef whose args and env use the macros TorchX substitutes (its test_data.py's shape)."""
+    import torchx.specs as specs  # type: ignore[import-untyped, unused-ignore]
+
+    trainer = specs.Role(
+        name="trainer", image="trainer:1", entrypoint="python",
+        args=["report.py", "--replica", specs.macros.replica_id, "--app-id", specs.macros.app_id,
+              "--rank0-env", specs.macros.rank0_env, "--output-path", f"{specs.macros.img_root}/out",
+              "--cost", "$$5"],
+        env={"OUT": f"/ckpt/{specs.macros.app_id}/{specs.macros.replica_id}", "REPORTS": str(reports)},
+        num_replicas=2,
+    )
+    return specs.AppDef("macros", roles=[trainer])
+
+
+def test_torchx_macros_are_substituted_per_replica_when_run_here(tmp_path: Path) -> None:
+    """Seed 003 and torchx.specs.api.macros: "replica_id - unique id for each instance of a replica of a Role, ...
+    a role with 3 replicas could have the 0, 1, 2 as replica ids"; "app_id - application id as assigned by the
+    scheduler"; rank0_env "will be filled with the name of the environment variable that provides the master host
+    address"; img_root, the image's root ("" on TorchX's Kubernetes scheduler). They reached the program as
+    written; each replica now gets its own values, in args (substituted "at runtime") and env values."""
+    import kubetrain
+
+    write(tmp_path / "report.py", REPORT_ARGS)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    job = kubetrain.from_torchx(macro_app(reports))
+    status = run_job(job, tmp_path)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    for index in (0, 1):
+        seen = json.loads((reports / f"replica-{index}.json").read_text())
+        assert seen["argv"] == ["--replica", str(index), "--app-id", status.job_id, "--rank0-env",
+                                "KUBETRAIN_RANK0_HOST", "--output-path", "/out", "--cost", "$5"]
+        assert seen["out"] == f"/ckpt/{status.job_id}/{index}"
+        assert seen["rank0_host"] == "127.0.0.1"  # the variable ${rank0_env} names holds the first replica's host
+
+
+@pytest.mark.parametrize("flavor", ["job", "jobset", "volcano"])
+def test_torchx_macros_in_pods_are_what_the_replicas_see_here(flavor: str, tmp_path: Path) -> None:
+    """The same AppDef rendered: each pod's container, run as the kubelet runs it (its `$(VAR)` expansion, the
+    engine's index) through a real /bin/sh, hands the program the arguments and env the local replica has."""
+    import kubetrain
+    from tests.kubernetes.render.test_env import check_parity
+
+    job = kubetrain.from_torchx(macro_app(tmp_path))
+    assert check_parity(job, flavor, tmp_path=tmp_path) == 2
+
+
+def test_torchx_app_names_keep_their_separators_and_the_note_says_what_torchx_makes_of_them() -> None:
+    """Seed 003: cleanup_str "Invokes lower on the string and removes all characters that do not satisfy [a-z0-9]":
+    TorchX names `My_Trainer.v2` `mytrainerv2`; kubetrain keeps `my-trainer-v2` on purpose, and says both."""
+    import torchx.specs as specs  # type: ignore[import-untyped, unused-ignore]
+
+    from kubetrain.foreign.torchx import torchx_conversion
+
+    app = specs.AppDef("My_Trainer.v2", roles=[specs.Role(name="trainer", image="t:1", entrypoint="./train")])
+    conversion = torchx_conversion(app)
+    assert conversion.job.metadata.name == "my-trainer-v2"
+    note = next(n for n in conversion.notes if n.source == "name")
+    assert "'mytrainerv2'" in note.reason and "'my-trainer-v2'" in note.reason

@@ -122,7 +122,8 @@ def test_a_hand_built_appdef_keeps_resources_capabilities_mounts_and_ports() -> 
     assert job.spec.framework.value == "generic"
     assert job.spec.role_replicas() == {"param-server": 2, "trainer": 1}
     ps = job.spec.role_settings("param-server")
-    assert ps.run is not None and ps.run.module == ["ps.main", "--shard", "${replica_id}"]
+    assert ps.run is not None and ps.run.module == ["ps.main", "--shard", "$(KUBETRAIN_REPLICA_INDEX)"]
+    assert ps.run.expand_env  # the replica's own index, as TorchX substitutes it
     res = ps.resources
     assert res is not None and (res.cpu, res.gpu, res.memory) == ("4", 1, "8000Mi")
     assert res.capabilities == {"node.kubernetes.io/instance-type": "p4d.24xlarge"}

@@ -442,6 +442,8 @@ def _replica(
     metrics_dir: str | None = None,
     rendezvous: str | None = None,
 ) -> LaunchReplica:
+    from ...plan import expanded_args  # here: the supervisor reads records without importing the planner
+
     # Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike.
     pod_fields = {
         "metadata.name": f"{job_name}-{replica.role}-{replica.index}",
@@ -457,7 +459,10 @@ def _replica(
         env = {**base, **expand_user_env(user_env, base, pod_fields)}
         if rendezvous is not None and env.get("PET_RDZV_BACKEND") == "c10d":
             env.update(file_rendezvous(env, rendezvous))
-        processes.append(LaunchProcess(p.key, tuple(p.argv), env, p.local_rank))
+        argv = list(p.argv)
+        for i in expanded_args(argv, replica.settings):  # run.expandEnv: as the kubelet expands a container's args
+            argv[i] = expansion.expand(argv[i], env)
+        processes.append(LaunchProcess(p.key, tuple(argv), env, p.local_rank))
     return LaunchReplica(replica.role, replica.index, replica.host, tuple(processes))
 
 

@@ -53,10 +53,19 @@ SPECS: dict[str, dict[str, Any]] = {
     "mpi": {"framework": "mpi", "replicas": 3, "procsPerReplica": 2, "run": {"python": ["allreduce.py"]}},
     "generic": {"framework": "generic", "roles": {"server": {}, "client": {"replicas": 2}},
                 "run": {"exec": ["./serve", "--port", "8000"]}},
+    # run.expandEnv: each replica's own values in the program's arguments, a `$$` and an unknown name as written
+    "generic-expand-env": {
+        "framework": "generic", "replicas": 3, "env": {"OUT": "/ckpt/$(KUBETRAIN_REPLICA_INDEX)", "Q": "it's"},
+        "run": {"expandEnv": True, "exec": ["./trial", "--id=$(KUBETRAIN_JOB)-$(KUBETRAIN_REPLICA_INDEX)",
+                                             "--out", "$(OUT)/x", "--cost=$$(5)", "$(NOT_SET)", "$(Q) $HOME"]}},
+    "pytorch-expand-env": {
+        "framework": "pytorch", "replicas": 2,
+        "run": {"expandEnv": True, "python": ["train.py", "--rank=$(RANK)", "--host=$(MASTER_ADDR)"]}},
 }
 
 FLAVORS_OF: dict[str, tuple[str, ...]] = {name: tuple(FLAVORS) for name in SPECS}
 FLAVORS_OF["generic"] = tuple(name for name, f in FLAVORS.items() if f.features.every_framework)
+FLAVORS_OF["generic-expand-env"] = FLAVORS_OF["generic"]
 
 
 def engine_env(flavor: str, role: str, index: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -301,3 +310,11 @@ def test_debug_mode_holds_the_program_and_writes_a_runnable_script(tmp_path: Pat
                          env={"PATH": "/usr/bin:/bin"})
     assert out.stdout == "python train.py it's $(x)\n", run_sh
     assert "RANK='1'" in run_sh or "RANK=1" in run_sh
+
+
+def test_expanded_arguments_are_each_replicas_own() -> None:
+    """run.expandEnv, spelled out for one replica (the parity test above holds every flavor to it)."""
+    job = make_job(SPECS["generic-expand-env"])
+    record = LaunchRecord.from_plan(plan(job, name="sweep"))
+    argv = record.replica("worker", 2).processes[0].argv
+    assert list(argv) == ["./trial", "--id=sweep-2", "--out", "/ckpt/2/x", "--cost=$(5)", "$(NOT_SET)", "it's $HOME"]

@@ -3,7 +3,9 @@
 A container runs `["/bin/sh", "-c", SCRIPT, "kubetrain", *argv]`. SCRIPT is written by kubetrain: it
 checks the index variable the engine sets (JOB_COMPLETION_INDEX, VK_TASK_INDEX, ...), exports every
 index-dependent variable (RANK, NODE_RANK, TF_CONFIG, JAX_PROCESS_ID, ...), and ends in `exec "$@"`.
-The program's argv only ever travels as positional parameters. Literal text inside SCRIPT (address
+The program's argv only ever travels as positional parameters; with run.expandEnv, the arguments that
+refer to variables are replaced among them by words SCRIPT computes (`args_lines`), the rest passed on
+untouched. Literal text inside SCRIPT (address
 prefixes, JSON fragments, the user's env values that must be computed here) is single-quoted with
 `shlex.quote`, which is safe for any text; variable names in SCRIPT are checked to be shell names.
 
@@ -156,15 +158,30 @@ class Script:
         return [SHELL, "-c", escape(self.text), ARG0]
 
 
+def args_lines(args: Iterable[tuple[int, str]]) -> list[str]:
+    """Lines that replace some of the positional parameters (the program's argv) by shell words: (position
+    counted from the last argument, 0 for it; word). Counted from the end, so they are the arguments they were
+    written for whatever comes before them. The others are passed on untouched, so their text never enters the
+    script: each is appended after the originals, which are then shifted off (`for` reads the list once)."""
+    cases = [f"    {from_end}) kt_a={word} ;;" for from_end, word in args]
+    if not cases:
+        return []
+    return ["kt_c=$#", "kt_n=0", "for kt_a do", "  kt_n=$((kt_n + 1))", '  case $((kt_c - kt_n)) in', *cases,
+            "  esac", '  set -- "$@" "$kt_a"', "done", 'shift "$kt_c"']
+
+
 def script(
     *,
     index_env: str | None,
     exports: Iterable[tuple[str, str]],
     mode: Mode,
     lines: Iterable[str] = (),
+    args: Iterable[tuple[int, str]] = (),
 ) -> Script:
     """`exports`: (variable name, shell word) in order. Names must be shell names (checked here). `lines`:
-    kubetrain's own shell, run after the exports and before the program (MPI's ssh: render/mpi_ssh.py)."""
+    kubetrain's own shell, run after the exports and before the program (MPI's ssh: render/mpi_ssh.py). `args`:
+    the program's arguments computed here (run.expandEnv): (position counted from the last argument, shell
+    word), after those."""
     exports = list(exports)
     extra = list(lines)
     lines = ["set -e"]
@@ -184,6 +201,8 @@ def script(
             raise ValueError(f"{name!r} is not a shell variable name")
         lines.append(f"export {name}={word}")
     lines.extend(extra)
+    if mode != "wait":
+        lines += args_lines(args)
     if mode == "exec":
         lines.append('exec "$@"')
     elif mode == "wait":
@@ -202,6 +221,7 @@ __all__ = [
     "WAIT_SECONDS",
     "Script",
     "addrs_expr",
+    "args_lines",
     "index_expr",
     "is_shell_name",
     "kube_value_expr",

@@ -26,6 +26,7 @@ from ....jobspec.pod_template import (
     relaxations,
     template_program,
 )
+from ....plan import expanded_args
 from . import mpi_ssh
 from .context import INDEX_LABEL, Ctx, RoleView
 from .entrypoint import (
@@ -82,7 +83,8 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     env, exports = container_env(ctx, view, style, debug=debug)
     # Debug holds the program; what a hosting replica runs (sshd) serves the launcher started by hand.
     mode: Mode = "wait" if view.argv is None else ("debug" if debug and not view.hosting else "exec")
-    entry = script(index_env=style.index_env, exports=exports, mode=mode, lines=ssh.lines)
+    entry = script(index_env=style.index_env, exports=exports, mode=mode, lines=ssh.lines,
+                   args=expanded_argv(ctx, view, style, env, exports))
 
     container: dict[str, Any] = {"name": style.container_name, "image": settings.image or ""}
     if settings.image is None:
@@ -286,6 +288,31 @@ def container_env(
             env.append(kube_to_dict(var))
         defined.add(var.name)
     return env, exports
+
+
+def expanded_argv(ctx: Ctx, view: RoleView, style: PodStyle, env: list[dict[str, Any]],
+                  exports: list[tuple[str, str]]) -> list[tuple[int, str]]:
+    """run.expandEnv: the program's arguments with `$(NAME)`, as the shell words that compute them at container
+    start (position counted from the last argument, word), as the kubelet would expand a container's args
+    against its whole env. The kubelet cannot do it: it would see the `$$` the args are escaped with, and a
+    per-replica value exists only once the script has exported it."""
+    if view.argv is None:
+        return []
+    positions = expanded_args(view.argv, view.settings)
+    if not positions:
+        return []
+    defined = {style.index_env, *style.engine_env, *(var["name"] for var in env), *(name for name, _ in exports)}
+    loose = bool(view.settings.env_from)
+    out = []
+    for position in positions:
+        word = kube_value_expr(view.argv[position], defined, loose)
+        if word is None:
+            ctx.problems.add(ctx.where(view.role, "run", "expandEnv"),
+                             f"argument {view.argv[position]!r} refers to a variable whose name is not a shell name, "
+                             "which the start-up script cannot expand")
+            continue
+        out.append((len(view.argv) - 1 - position, word))  # counted from the end (`entrypoint.args_lines`)
+    return out
 
 
 def _overridden(style: PodStyle, name: str) -> bool:
