@@ -47,6 +47,7 @@ from .supervisor import (
     REASON_SUSPENDED,
     SupervisorState,
     read_state,
+    save_environment,
     state_path,
     write_state,
 )
@@ -385,6 +386,7 @@ class LocalBackend:
             folders=folders,
         )
         self.store.set_plan_json(job_id, record.to_json())
+        save_environment(self.store.log_dir(job_id), os.environ)  # what its replicas start from, even resumed
         # Until a supervisor takes over, the job is this process's to start: if it ends first, the job is
         # found Pending with nobody to start it, and ended (see `_supervisor_lost`).
         write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)

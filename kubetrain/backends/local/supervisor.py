@@ -209,6 +209,28 @@ class _Heartbeat:
         self._thread.join()
 
 
+ENVIRONMENT_FILE = "environment.json"
+"""The environment of the shell that submitted the job, in its log folder (private to the user, as the store):
+what its replicas start from, whoever starts them later (`resume`, from another shell), as a pod's env is fixed
+when the job is submitted."""
+
+
+def save_environment(folder: Path, environ: Mapping[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ENVIRONMENT_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with open(fd, "w") as f:
+        json.dump(dict(environ), f)
+
+
+def saved_environment(folder: Path) -> dict[str, str] | None:
+    """The submitting shell's environment, or None for a job recorded before it was kept (or unreadable)."""
+    try:
+        data = json.loads((folder / ENVIRONMENT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
 def replica_base_env(environ: Mapping[str, str], python: str, keys: list[str]) -> dict[str, str]:
     """The environment every replica starts from: the caller's, plus two things a launcher owes them.
 
@@ -284,7 +306,12 @@ class Supervisor:
     def _specs(self) -> list[LaunchSpec]:
         python = os.environ.get(env_names.PYTHON) or sys.executable
         record = self.record
-        base_env = replica_base_env(os.environ, python, self.plan_keys())
+        # The submitting shell's environment, not this supervisor's: a job resumed from another shell starts
+        # its replicas as it was submitted. kubetrain's own state folder stays this supervisor's.
+        environ = saved_environment(self.store.log_dir(self.job_id)) or dict(os.environ)
+        if env_names.HOME in os.environ:
+            environ[env_names.HOME] = os.environ[env_names.HOME]
+        base_env = replica_base_env(environ, python, self.plan_keys())
         if record.files:
             files_dir = Path(record.files_dir)
             files_dir.mkdir(parents=True, exist_ok=True)
