@@ -193,7 +193,15 @@ def _policies(w: SourceWalker, spec: dict[str, Any]) -> None:
 
 
 def _worker(w: SourceWalker, spec: dict[str, Any]) -> None:
-    if w.has("spec.worker.replicas"):
+    custom = "customCommand" in spec.get("run", {}) and "elastic" not in spec
+    if custom:
+        # "Custom launch commands": the command that launches the job, run once, not on every worker as the
+        # training program is. kubetrain's launcher role runs it (with the hostfile, KUBETRAIN_HOSTFILE); the
+        # workers host what it starts (on Kubernetes reaching them is the command's own business: kubetrain's
+        # pods serve no ssh).
+        workers = w.take("spec.worker.replicas", "spec.roles.worker.replicas", 1)
+        spec["roles"] = {"launcher": {}, "worker": {"replicas": workers}}
+    elif w.has("spec.worker.replicas"):
         spec["replicas"] = w.take("spec.worker.replicas", "spec.replicas")
     # DeepSpeedJob's default is OnFailure (kubetrain's is Never): said explicitly so the job restarts the same.
     spec["restartPolicy"] = w.take("spec.worker.restartPolicy", "spec.restartPolicy", "OnFailure")

@@ -68,6 +68,29 @@ def test_deepspeedjob_other_args_go_to_the_deepspeed_launcher_with_one_slot_per_
     assert {tuple(r["argv"]) for r in reports} == {("--steps", "3")}
 
 
+def test_deepspeedjob_custom_command_is_the_launch_command_run_once(tmp_path: Path) -> None:
+    """Seed 002: customCommand is "Custom launch commands, when enabled, other options in Config except for
+    slotsPerWorker will not take effect": the command that launches the job, run once (as the deepspeed launcher
+    it replaces), with the workers' hostfile. It ran on every worker replica."""
+    out = tmp_path / "launches"
+    doc = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "DeepSpeedJob",
+        "metadata": {"name": "ds-custom"},
+        "spec": {
+            "config": {"slotsPerWorker": 1,
+                       "customCommand": f'echo "launch $KUBETRAIN_ROLE over $(wc -l < "$KUBETRAIN_HOSTFILE")" >> {out}'},
+            "worker": {"replicas": 3, "template": {"spec": {"containers": [{
+                "name": "worker", "image": "deepspeed/deepspeed:v0.14.0"}]}}},
+        },
+    }
+    conversion = convert(doc)
+    status = run_job(conversion.job.with_base_dir(tmp_path), tmp_path)
+    assert status.phase is JobPhase.SUCCEEDED, status.summary_line()
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("launch launcher over ")
+
+
 # -- 004 Run:ai TrainingWorkload ----------------------------------------------------------------------------
 
 
