@@ -243,7 +243,9 @@ class Port(SpecModel):
 
     container: WholeNumber = Field(ge=1, le=65535)
     external: WholeNumber | None = Field(default=None, ge=1, le=65535)
-    """Port on the Service; defaults to the container port."""
+    """Port on the Service; defaults to the container port. With serviceType NodePort, the port opened on every
+    node (the Service's nodePort; the cluster's range, 30000–32767 by default), the Service answering on the
+    container port inside the cluster; not given, Kubernetes picks one."""
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
     name: str | None = None
     """Port name (≤ 15 characters, lowercase alphanumerics and '-')."""

@@ -33,6 +33,10 @@ def port_services(ctx: Ctx) -> list[dict[str, Any]]:
         for port in view.settings.ports or []:
             item: dict[str, Any] = {"port": port.external or port.container, "targetPort": port.container,
                                     "protocol": port.protocol}
+            if port.service_type == "NodePort" and port.external is not None:
+                # A NodePort's external port is the one on every node (Run:ai's `external`, kubectl's nodePort);
+                # inside the cluster the Service answers on the container's port.
+                item["port"], item["nodePort"] = port.container, port.external
             if port.name is not None:
                 item = {"name": port.name, **item}
             by_type.setdefault(port.service_type, []).append(item)
