@@ -27,7 +27,7 @@ from typing import Any
 from ..contract import env_names
 from ..contract.labels import INDEX_KEYS, JOB_LABEL, ROLE_LABEL
 from ..contract.naming import label_value
-from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster
+from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, within_config
 from .env import TF_CLUSTER_ROLES, _int
 
 __all__ = [
@@ -435,7 +435,8 @@ class KubernetesClusterResolver(ClusterResolver):
     ) -> dict[str, int]:
         """Accelerators of a task (default: this replica's) from its pod's resources, summed over its
         containers: `{"GPU": n}`, `{"TPU": n}`; `{}` when it has none or the task is not known.
-        `config_proto` is accepted for TensorFlow's signature and not used."""
+        `config_proto` (TensorFlow's ConfigProto) limits them as a session started with it would see them
+        (`within_config`: device_count, gpu_options.visible_device_list)."""
         task_type = task_type if task_type is not None else self.task_type
         task_id = task_id if task_id is not None else self.task_id
         if task_type is None or task_id is None:
@@ -445,4 +446,4 @@ class KubernetesClusterResolver(ClusterResolver):
         pods = [pod for selector in self._mapping[task_type] for pod in self._list(selector)]
         if not 0 <= task_id < len(pods):
             raise ValueError(f"no task {task_id} in job type {task_type!r} ({len(pods)} pods)")
-        return pod_accelerators(pods[task_id])
+        return within_config(pod_accelerators(pods[task_id]), config_proto)

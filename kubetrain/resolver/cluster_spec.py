@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ClusterResolver", "ClusterSpec", "expand_cluster", "format_master_url"]
+__all__ = ["ClusterResolver", "ClusterSpec", "expand_cluster", "format_master_url", "within_config"]
 
 
 def format_master_url(master: str, rpc_layer: str | None = None) -> str:
@@ -130,6 +130,32 @@ class ClusterSpec:
 
     def __repr__(self) -> str:
         return f"ClusterSpec({self.as_dict()!r})"
+
+
+def _field(message: Any, name: str) -> Any:
+    """A field of a protobuf message (TensorFlow's ConfigProto) or of the same as a dict."""
+    if isinstance(message, Mapping):
+        return message.get(name)
+    return getattr(message, name, None)
+
+
+def within_config(counts: Mapping[str, int], config_proto: Any) -> dict[str, int]:
+    """The accelerators a session started with `config_proto` would have, as TensorFlow's `num_accelerators`
+    lists them from such a session (seed 001: "Configuration for starting a new session to query how many
+    accelerator cores it has"): `device_count` caps each device type ({"GPU": 1}; 0 leaves it out), and
+    `gpu_options.visible_device_list` ("0,2") the GPUs the session sees. A ConfigProto or the same as a dict;
+    None: `counts` as they are."""
+    out = dict(counts)
+    if config_proto is None:
+        return out
+    limits = _field(config_proto, "device_count") or {}
+    for kind, limit in dict(limits).items():
+        if str(kind) in out:
+            out[str(kind)] = min(out[str(kind)], int(limit))
+    visible = _field(_field(config_proto, "gpu_options") or {}, "visible_device_list")
+    if visible and "GPU" in out:
+        out["GPU"] = min(out["GPU"], len([d for d in str(visible).split(",") if d.strip()]))
+    return {kind: n for kind, n in out.items() if n > 0}
 
 
 def expand_cluster(cluster: str | Mapping[str, Any]) -> dict[str, list[str]]:

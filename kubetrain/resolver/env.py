@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import env_names
-from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster
+from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, within_config
 
 __all__ = [
     "FORMATS",
@@ -237,15 +237,15 @@ class EnvClusterResolver(ClusterResolver):
         self, task_type: str | None = None, task_id: int | None = None, config_proto: Any = None
     ) -> dict[str, int]:
         """Accelerators of this replica, seen from inside it (`local_accelerators`); the environment
-        says nothing about other tasks', so asking for another task is an error. `config_proto` is
-        accepted for TensorFlow's signature and not used."""
+        says nothing about other tasks', so asking for another task is an error. `config_proto` (TensorFlow's
+        ConfigProto) limits them as a session started with it would see them (`within_config`)."""
         own = (self.task_type, self.task_id)
         if (task_type is not None and task_type != own[0]) or (task_id is not None and task_id != own[1]):
             raise ValueError(
                 "EnvClusterResolver only knows this replica's accelerators; "
                 "KubernetesClusterResolver reads any task's from its pod"
             )
-        return local_accelerators(self.environ)
+        return within_config(local_accelerators(self.environ), config_proto)
 
     # -- other frameworks ----------------------------------------------------------------------------
 

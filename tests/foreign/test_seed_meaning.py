@@ -78,8 +78,10 @@ def test_deepspeedjob_custom_command_is_the_launch_command_run_once(tmp_path: Pa
         "kind": "DeepSpeedJob",
         "metadata": {"name": "ds-custom"},
         "spec": {
-            "config": {"slotsPerWorker": 1,
-                       "customCommand": f'echo "launch $KUBETRAIN_ROLE over $(wc -l < "$KUBETRAIN_HOSTFILE")" >> {out}'},
+            "config": {
+                "slotsPerWorker": 1,
+                "customCommand": f'echo "launch $KUBETRAIN_ROLE over $(wc -l < "$KUBETRAIN_HOSTFILE")" >> {out}',
+            },
             "worker": {"replicas": 3, "template": {"spec": {"containers": [{
                 "name": "worker", "image": "deepspeed/deepspeed:v0.14.0"}]}}},
         },

@@ -354,7 +354,7 @@ def test_num_accelerators_reads_the_pods_resources(kube_emulator: KubeEmulator, 
     assert r.num_accelerators("frac", 0) == {"GPU": 1}  # a Run:ai GPU share is one device
     assert r.num_accelerators() == {}  # no task known
     r.task_type, r.task_id = "gpu", 1
-    assert r.num_accelerators(config_proto=object()) == {"GPU": 3}  # own task; config_proto is not used
+    assert r.num_accelerators(config_proto=object()) == {"GPU": 3}  # own task; a config that limits nothing
     with pytest.raises(ValueError, match="no job type"):
         r.num_accelerators("nope", 0)
     with pytest.raises(ValueError, match="no task 2"):

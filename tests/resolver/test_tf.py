@@ -159,3 +159,22 @@ def test_keras_multi_worker_mirrored_strategy_on_the_local_backend(
     assert sorted(sums) == ["worker/0", "worker/1"], lines
     assert len(set(sums.values())) == 1, f"the workers' parameters differ: {sums}"
     assert losses and all(last < first / 2 for first, last in losses), losses
+
+
+def test_num_accelerators_honours_the_config_proto() -> None:
+    """Seed 001: config_proto is the "Configuration for starting a new session to query how many accelerator cores
+    it has": a session whose ConfigProto caps GPUs (device_count) or lists the visible ones (gpu_options) has
+    those. It was accepted and not used."""
+    import tensorflow as tf
+
+    from kubetrain.resolver import EnvClusterResolver
+
+    r = EnvClusterResolver(environ={"KUBETRAIN_ROLE": "worker", "KUBETRAIN_REPLICA_INDEX": "0",
+                                    "CUDA_VISIBLE_DEVICES": "0,1,2,3", "TPU_VISIBLE_CHIPS": "0,1"})
+    config = tf.compat.v1.ConfigProto
+    assert r.num_accelerators() == {"GPU": 4, "TPU": 2}
+    assert r.num_accelerators(config_proto=config(device_count={"GPU": 1})) == {"GPU": 1, "TPU": 2}
+    assert r.num_accelerators(config_proto=config(device_count={"GPU": 0})) == {"TPU": 2}
+    visible = config(gpu_options=tf.compat.v1.GPUOptions(visible_device_list="0,2"))
+    assert r.num_accelerators(config_proto=visible) == {"GPU": 2, "TPU": 2}
+    assert r.as_tf().num_accelerators(config_proto=visible) == {"GPU": 2, "TPU": 2}  # through TF's interface
