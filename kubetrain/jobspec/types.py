@@ -6,7 +6,7 @@ import functools
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Strict, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Strict, WithJsonSchema
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -122,7 +122,41 @@ def kube_field(type_name: str) -> Any:
 
 EnvFromList = kube_field("list[V1EnvFromSource]")
 Affinity = kube_field("V1Affinity")
-Tolerations = kube_field("list[V1Toleration]")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _check_tolerations(value: Any) -> Any:
+    """The API server's rules for tolerations, here with each field's path, rather than as its refusal at
+    submit (or, locally, never): operator and effect from their sets, a value only with Equal, a key unless
+    Exists, tolerationSeconds only with NoExecute."""
+    from .errors import FieldError
+
+    problems = []
+    for i, item in enumerate(value or []):
+        operator, effect = item.operator, item.effect
+        if operator is not None and operator not in TOLERATION_OPERATORS:
+            problems.append(FieldError((i, "operator"), f"must be {' or '.join(TOLERATION_OPERATORS)}", operator, True,
+                                       hint="Equal (the default) tolerates the taint's value given in `value`; "
+                                       "Exists, any value of the key"))
+        elif operator == "Exists" and item.value:
+            problems.append(FieldError((i, "value"), "must be empty with operator Exists (it matches any value)",
+                                       item.value, True))
+        elif not item.key and operator != "Exists":
+            problems.append(FieldError((i, "operator"), "must be Exists when no key is given (it tolerates every "
+                                       "taint)", operator or "Equal", True))
+        if effect and effect not in TAINT_EFFECTS:
+            problems.append(FieldError((i, "effect"), f"must be one of {', '.join(TAINT_EFFECTS)}", effect, True,
+                                       hint="or leave it out: every effect"))
+        if item.toleration_seconds is not None and effect != "NoExecute":
+            problems.append(FieldError((i, "tolerationSeconds"), "applies only with effect NoExecute (how long a "
+                                       "running pod stays once the taint appears)", item.toleration_seconds, True))
+    if problems:
+        raise SpecError(problems)
+    return value
+
+
+Tolerations = Annotated[kube_field("list[V1Toleration]"), AfterValidator(_check_tolerations)]
 
 
 def _env_list(value: Any) -> Any:
