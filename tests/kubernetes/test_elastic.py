@@ -145,3 +145,29 @@ def test_elastic_renders_are_valid_and_tolerate_a_lost_worker(flavor: str) -> No
     elif flavor == "jobset":
         rj = objects[0]["spec"]["replicatedJobs"][-1]["template"]["spec"]
         assert rj["backoffLimitPerIndex"] == 2 and "backoffLimit" not in rj
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Never"])
+def test_an_elastic_job_that_lost_a_worker_says_it_is_degraded(emulated: Cluster, policy: str) -> None:
+    """As locally ("Running (degraded: 1/2 replicas)"): while a lost worker's replacement has not started, or for
+    good when its index is not retried (restartPolicy Never), the running job says how many workers run."""
+    emu, c = emulated.emu, emulated.controllers
+    assert emu is not None and c is not None
+    b = emulated.backend(flavor="job")
+    spec = {**ELASTIC, "restartPolicy": policy} if policy == "OnFailure" else {
+        "elastic": ELASTIC["elastic"], "restartPolicy": "Never"}
+    b.submit(from_dict(job_doc("el", **spec)))
+    pods = c.create_pods("job", "el")
+    for pod in pods.values():
+        emu.set_pod_phase("default", pod, "Running")
+    assert not b.status("el").degraded  # every worker runs
+    c.job_pod_failed(pods["worker-1"], 137)
+    status = b.status("el")
+    assert status.phase is JobPhase.RUNNING and status.degraded, status.summary_line()
+    assert status.phase_text() == "Running (degraded: 1/2 replicas)"
+    if policy == "OnFailure":  # the replacement starts: whole again
+        new = next(p["metadata"]["name"] for p in emu.objects("pods")
+                   if p["metadata"]["name"] != pods["worker-1"]
+                   and p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "1")
+        emu.set_pod_phase("default", new, "Running")
+        assert not b.status("el").degraded

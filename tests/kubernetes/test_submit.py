@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 #: Something only the API server refuses (422): tolerations are passed through as written, and "In" is not a
 #: toleration operator. What kubetrain knows the server refuses (a fractional extended resource) never gets there.
-REFUSED_BY_SERVER = {"tolerations": [{"key": "example.com/dev", "operator": "In", "value": "x"}]}
+# What only the API server refuses: kubetrain checks the job's own tolerations when it loads them, not those of a
+# podTemplate, which it passes on as written.
+REFUSED_BY_SERVER = {"podTemplate": {"spec": {"tolerations": [{"key": "example.com/dev", "operator": "In",
+                                                               "value": "x"}]}}}
 
 
 def test_root_first_then_the_rest_owned_by_it(emulated: Cluster) -> None:

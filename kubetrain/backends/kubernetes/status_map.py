@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...contract.labels import INDEX_KEYS, JOB_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL
+from ...contract.labels import ELASTIC_ANNOTATION, INDEX_KEYS, JOB_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL
 from ...status import (
+    REASON_DEGRADED,
     Condition,
     ConditionStatus,
     FailureSummary,
@@ -304,7 +305,33 @@ def job_status(
     )
     if phase is JobPhase.FAILED:
         status.first_failure = first_failure(replicas, engine.policy_action)
+    elif phase is JobPhase.RUNNING and is_elastic(ordered):
+        _degraded(status)
     return status
+
+
+def is_elastic(workloads: Sequence[Mapping[str, Any]]) -> bool:
+    """An elastic job's workload: its bounds annotation (`ELASTIC_ANNOTATION`, on a Job or a JobSet's
+    replicatedJob template), or a Kubeflow job's elasticPolicy."""
+    for w in workloads:
+        spec = w.get("spec") or {}
+        templates = [(rj.get("template") or {}).get("metadata") or {} for rj in spec.get("replicatedJobs") or []]
+        if spec.get("elasticPolicy") or any(ELASTIC_ANNOTATION in (m.get("annotations") or {})
+                                            for m in [meta(w), *templates]):
+            return True
+    return False
+
+
+def _degraded(status: JobStatus) -> None:
+    """A running elastic job that lost workers says so, as the local backend does: `Running (degraded: 1/2
+    replicas)` while a worker that failed is not running again (its replacement pending, or none coming: its
+    index out of retries). A worker still starting, never failed (the job's start, a scale up), is no loss."""
+    workers = [r for r in status.replicas if r.role == "worker"]
+    lost = [r for r in workers if r.phase not in (ReplicaPhase.RUNNING, ReplicaPhase.SUCCEEDED)
+            and (r.restarts > 0 or r.phase is ReplicaPhase.FAILED)]
+    if lost:
+        running = sum(1 for r in workers if r.phase is ReplicaPhase.RUNNING)
+        status.reason, status.message = REASON_DEGRADED, f"{running}/{len(workers)} replicas"
 
 
 def first_failure(replicas: Sequence[ReplicaStatus], policy_action: str | None) -> FailureSummary | None:

@@ -176,11 +176,12 @@ def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     if ctx.spec.run_policy.active_deadline_seconds is not None:
         job_spec["activeDeadlineSeconds"] = ctx.spec.run_policy.active_deadline_seconds
     job_spec["template"] = pod_template(ctx, view, PodStyle(index_env=INDEX_ENV))
-    return {
-        "name": view.role,
-        "replicas": 1,
-        "template": {"metadata": {"labels": ctx.labels(view.role)}, "spec": job_spec},
-    }
+    template_meta: dict[str, Any] = {"labels": ctx.labels(view.role)}
+    if elastic:  # what the status reads to say a job that lost workers is degraded
+        from ..render.policy import elastic_annotation
+
+        template_meta["annotations"] = elastic_annotation(ctx)
+    return {"name": view.role, "replicas": 1, "template": {"metadata": template_meta, "spec": job_spec}}
 
 
 FLAVOR = JobSetFlavor(
