@@ -110,11 +110,13 @@ def _model_converter(type_name: str) -> Any:
     return convert
 
 
-def kube_field(type_name: str) -> Any:
-    """`Annotated` type for a field holding `type_name` (e.g. "list[V1Toleration]") from models or dicts."""
+def kube_field(type_name: str, check: Any = None) -> Any:
+    """`Annotated` type for a field holding `type_name` (e.g. "list[V1Toleration]") from models or dicts;
+    `check`: a function run on the converted models (raising SpecError), for rules the client does not hold."""
     return Annotated[
         Any,
         BeforeValidator(_model_converter(type_name)),
+        *([AfterValidator(check)] if check is not None else []),
         PlainSerializer(kube_to_dict, when_used="always"),
         KubeType(type_name),
     ]
@@ -156,7 +158,7 @@ def _check_tolerations(value: Any) -> Any:
     return value
 
 
-Tolerations = Annotated[kube_field("list[V1Toleration]"), AfterValidator(_check_tolerations)]
+Tolerations = kube_field("list[V1Toleration]", _check_tolerations)
 
 
 def _env_list(value: Any) -> Any:
