@@ -1,4 +1,5 @@
-"""pytorch: torch.distributed's env:// contract, or torchrun when elastic or one launcher per replica.
+"""pytorch: torch.distributed's env:// contract, or torchrun when elastic, one launcher per replica, or given
+otherArgs (torchrun's options).
 
 Ranks are numbered across roles in order (master first), procsPerReplica consecutive ranks per replica.
 """
@@ -44,7 +45,9 @@ def wire(ctx: WireContext) -> RoleWiring:
         "NPROC_PER_NODE": str(ctx.procs),
     }
     elastic = ctx.spec.elastic
-    if elastic is not None or (ctx.procs > 1 and not ctx.launcher_procs):
+    # otherArgs are torchrun's ("extra arguments for the framework's launcher"): given, each replica runs
+    # torchrun with them, also where kubetrain would start the processes itself (they reached the interpreter).
+    if elastic is not None or (ctx.procs > 1 and not ctx.launcher_procs) or run.other_args:
         return _torchrun(ctx, env, addr, port, total_nodes)
     processes = []
     for local in range(ctx.procs):
