@@ -398,7 +398,7 @@ def _distribution(s: _Spec, spec: dict[str, Any]) -> None:
         spec["procsPerReplica"] = s.take("slotsPerWorker", "spec.procsPerReplica")
     if not (s.has("parallelism") or s.has("completions")):
         return
-    if "replicas" in spec or spec.get("framework") == "mpi":
+    if "replicas" in spec or "framework" in spec:  # processes, or mpi: true (the only framework it sets)
         for name in ("parallelism", "completions"):
             s.refuse(name, "processes sets the replicas (an MPI workload's): its pods form one distributed job, "
                      "not independent runs")

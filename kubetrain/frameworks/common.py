@@ -72,6 +72,9 @@ class FrameworkSupport:
     program_role: str | None = None
     """The one role whose replica runs the user's program, when only one does (MPI's launcher: its mpirun
     starts the ranks on the other roles, which run no program of their own). None: every role runs it."""
+    rank0_host: str | None = None
+    """The variable holding the first replica's host, where the framework gives one (MASTER_ADDR): what a
+    TorchX AppDef's ${rank0_env} names."""
     preload: tuple[str, ...] = ()
     """Modules the local backend imports once in a process that then forks the Python replicas. torch may
     be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);

@@ -146,4 +146,5 @@ def _program(run: Run) -> list[str]:
 
 
 # DeepSpeed reads torch's env contract: the same port, and a PyTorchJob on the training operator.
-SUPPORT = FrameworkSupport(Framework.DEEPSPEED, wire, pytorch.DEFAULT_PORT, kubeflow=pytorch.KUBEFLOW)
+SUPPORT = FrameworkSupport(Framework.DEEPSPEED, wire, pytorch.DEFAULT_PORT, kubeflow=pytorch.KUBEFLOW,
+                           rank0_host="MASTER_ADDR")

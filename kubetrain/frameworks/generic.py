@@ -34,4 +34,4 @@ def wire(ctx: WireContext) -> RoleWiring:
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, processes)
 
 
-SUPPORT = FrameworkSupport(Framework.GENERIC, wire, default_port=29500)
+SUPPORT = FrameworkSupport(Framework.GENERIC, wire, default_port=29500, rank0_host=RANK0_HOST)

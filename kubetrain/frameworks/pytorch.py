@@ -97,4 +97,5 @@ def _torchrun(ctx: WireContext, env: dict[str, Value], addr: str, port: int, tot
 
 
 KUBEFLOW = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", launcher_role=False)
-SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, preload=("torch",))
+SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, preload=("torch",),
+                           rank0_host="MASTER_ADDR")

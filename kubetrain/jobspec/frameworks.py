@@ -36,6 +36,8 @@ SINGLE_REPLICA_ROLES: dict[Framework, tuple[str, ...]] = {
 ELASTIC_FRAMEWORKS = (Framework.PYTORCH, Framework.DEEPSPEED)
 MPI_FRAMEWORKS = (Framework.MPI,)
 """Frameworks whose jobs may carry `spec.mpi` (an MPIJob's settings)."""
+TRIALS_FRAMEWORKS = (Framework.GENERIC,)
+"""Frameworks whose job may be trials (independent runs): the others wire replicas into one distributed job."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,15 @@ from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
 from ..contract.naming import is_dns_label, is_label_key, is_label_value
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
-from .frameworks import ELASTIC_FRAMEWORKS, MPI_FRAMEWORKS, ROLE_RULES, ROLES, SINGLE_REPLICA_ROLES, Framework
+from .frameworks import (
+    ELASTIC_FRAMEWORKS,
+    MPI_FRAMEWORKS,
+    ROLE_RULES,
+    ROLES,
+    SINGLE_REPLICA_ROLES,
+    TRIALS_FRAMEWORKS,
+    Framework,
+)
 from .mounts import MountInput
 from .pod_template import PodTemplate, has_args_only, template_program
 from .resources import ResourceList, Resources
@@ -642,7 +650,7 @@ class JobSpec(ReplicaSettings):
         problems = [FieldError((name,), f"conflicts with trials ({why})") for name, given in
                     (("replicas", self.replicas is not None), ("roles", self.roles is not None),
                      ("elastic", self.elastic is not None)) if given]
-        if self.framework is not Framework.GENERIC:
+        if self.framework not in TRIALS_FRAMEWORKS:
             problems.append(FieldError(("framework",), "must be generic with trials: independent runs form no "
                                        f"{self.framework.value} job together", self.framework.value, True,
                                        hint="drop framework (generic is the default), or drop trials"))
