@@ -288,7 +288,9 @@ ALL_FIELDS = EXAMPLES / "all-fields"
 # Fields that exclude another one shown instead; the example names them in a comment.
 SHOWN_IN_COMMENTS = {"namePrefix", "module", "exec", "customCommand", "replicas",
                      # framework mpi only (the example is a pytorch job)
-                     "mpi", "mpiJobVersion"}
+                     "mpi", "mpiJobVersion",
+                     # trials exclude replicas and elastic (the example has both)
+                     "trials", "completions", "parallelism"}
 # Fields every flavor refuses today (docs/parity.md): in comments, so that the example renders for jobset
 # (tests/kubernetes/render/test_examples_parity.py).
 REFUSED_EVERYWHERE = {"preemptionLimit", "bucket", "prefix", "url", "accessKeySecret"}
