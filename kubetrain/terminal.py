@@ -33,11 +33,19 @@ _SEQUENCE = re.compile(
 # and isolates, the "Trojan Source" characters; zero-width joiners are left: scripts need them): a line
 # showing `\u202e` cannot make what follows read backwards.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CELL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped(char: str) -> str:
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character (tabs and newlines too) and every text-reordering mark shown
+    escaped (`\\x1b`, `\\u202e`): for a value that must stay one cell of a table on a terminal, such as a
+    metric's name, where nothing may be removed unseen and nothing may reach the terminal as a command."""
+    return _CELL_CONTROL.sub(lambda m: _escaped(m.group()), text)
 
 
 def sanitize(text: str) -> str:
@@ -229,4 +237,4 @@ def _descriptor(target: TextIO) -> int | None:
     return fd if isinstance(fd, int) and fd >= 0 else None
 
 
-__all__ = ["OutputSink", "sanitize"]
+__all__ = ["OutputSink", "escape_controls", "sanitize"]

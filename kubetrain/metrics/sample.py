@@ -76,33 +76,68 @@ class MetricSample:
 # -- reading ---------------------------------------------------------------------------------------------
 
 
-def _opt_int(value: Any) -> int | None:
-    return value if type(value) is int else None
+MAX_TIME = 253_402_300_799.0
+"""The last second of the year 9999: a record's `time` beyond it (or before the epoch, or not finite) is not a
+wall-clock time any reader can place on an axis or format, so the record is not read."""
+MAX_NAME = 256
+"""Characters of a metric name at most: a longer "name" is data written by mistake (or by design, to blow up a
+table or a plot legend), and its value is not read."""
+_INT_RANGE = (-(2**63), 2**63 - 1)
+"""A step: what a 64-bit counter holds (a step of 400 digits overflows every axis and every float)."""
+_ID_RANGE = (0, 2**31 - 1)
+"""A rank or an index: a process count no job reaches."""
+
+
+def _opt_int(value: Any, bounds: tuple[int, int] = _INT_RANGE) -> int | None:
+    return value if type(value) is int and bounds[0] <= value <= bounds[1] else None
 
 
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _number(value: Any) -> float | None:
+    """A value as a float, or None: JSON's integers are unbounded, and one beyond a float's range (±1.8e308)
+    raises OverflowError in `float()`; NaN and the infinities are kept (a diverging loss is worth seeing)."""
+    kind = type(value)
+    if kind is float:
+        return float(value)
+    if kind is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return None
+
+
 def samples_of(record: Any) -> list[MetricSample]:
-    """The samples of one decoded record; [] for anything that is not one (a line written by something else)."""
+    """The samples of one decoded record; [] for anything that is not one (a line written by something else).
+
+    The record was written by a replica, so it is read as hostile: a time that is not a finite wall-clock time
+    drops the record, a value that is not a float, a name that is empty or over `MAX_NAME` characters drop
+    that value, and a step, index or rank out of range is read as absent."""
     if not isinstance(record, dict):
         return []
     values = record.get("values")
     when = record.get("time")
-    if not isinstance(values, dict) or not isinstance(when, (int, float)) or isinstance(when, bool):
+    if not isinstance(values, dict):
         return []
-    when = float(when)
+    when = _number(when) if not isinstance(when, bool) else None
+    if when is None or not 0.0 <= when <= MAX_TIME:  # NaN fails the comparison too
+        return []
     step, role, index, rank = (
         _opt_int(record.get("step")),
         _opt_str(record.get("role")),
-        _opt_int(record.get("index")),
-        _opt_int(record.get("rank")),
+        _opt_int(record.get("index"), _ID_RANGE),
+        _opt_int(record.get("rank"), _ID_RANGE),
     )
     out = []
     for name, value in values.items():
-        if isinstance(name, str) and name and type(value) in (int, float):
-            out.append(MetricSample(name, float(value), step, when, role, index, rank))
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+            continue
+        number = _number(value)
+        if number is not None:
+            out.append(MetricSample(name, number, step, when, role, index, rank))
     return out
 
 
@@ -124,18 +159,31 @@ def is_metric_line(text: str) -> bool:
 
 def parse_log_line(text: str, replica: str = "") -> list[MetricSample] | None:
     """The samples of a metric line of a replica's output; None when `text` is not a metric line.
-    `replica` (`worker-1`, the log reader's key) fills in the role and index when the record lacks them."""
+
+    `replica` (`worker-1`, the log reader's key: the pod or process the line came from) is the samples' role
+    and index, whatever the line says: any program in a pod can print a line, and one claiming another
+    replica's name would put its numbers in that replica's series. The rank stays the line's: it is what a
+    process says of itself inside its replica (torchrun assigns ranks at each rendezvous, and ranks started by
+    one launcher share a replica), so no reader can know it better."""
     if not text.startswith(MARKER):
         return None
     samples = parse_file_line(text[len(MARKER) :])
-    if replica and samples and samples[0].role is None:
-        role, _, index = replica.rpartition("-")
-        if role and index.isdigit():
-            samples = [_with_replica(s, role, int(index)) for s in samples]
+    origin = replica_of(replica)
+    if origin is not None:
+        samples = [as_from(s, *origin) for s in samples]
     return samples
 
 
-def _with_replica(sample: MetricSample, role: str, index: int) -> MetricSample:
+def replica_of(key: str) -> tuple[str, int] | None:
+    """`worker-1` (or a process's `worker-1.0`) → ("worker", 1); None for a key that names no replica."""
+    role, _, index = key.partition(".")[0].rpartition("-")
+    return (role, int(index)) if role and index.isdigit() else None
+
+
+def as_from(sample: MetricSample, role: str, index: int) -> MetricSample:
+    """`sample` as logged by replica `role-index` (where it came from, not what it says)."""
+    if sample.role == role and sample.index == index:
+        return sample
     return MetricSample(sample.name, sample.value, sample.step, sample.time, role, index, sample.rank)
 
 
@@ -146,11 +194,15 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[MetricSample]:
 
 __all__ = [
     "MARKER",
+    "MAX_NAME",
+    "MAX_TIME",
     "MetricSample",
+    "as_from",
     "format_record",
     "is_metric_line",
     "parse_file_line",
     "parse_lines",
     "parse_log_line",
+    "replica_of",
     "samples_of",
 ]

@@ -7,10 +7,10 @@ means one thing everywhere. Standard library only.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..terminal import escape_controls
 from .sample import MetricSample
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -94,14 +94,14 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
 NAME_WIDTH = 40
 """The most characters of a metric's name a table or the status line shows (csv and json give it whole)."""
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def display_name(name: str, width: int = NAME_WIDTH) -> str:
-    """A metric's name as one terminal cell: control characters shown escaped (`\\x0a`: a newline would
-    split a row, an escape sequence would reach the terminal), cut to `width` characters with an ellipsis
+    """A metric's name as one terminal cell: control characters and text-reordering marks shown escaped
+    (`\\x0a`: a newline would split a row, an escape sequence would reach the terminal, `\\u202e` would show
+    the rest of the row backwards), cut to `width` characters with an ellipsis
     (a long name would widen every row)."""
-    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+    shown = escape_controls(name)
     return shown if len(shown) <= width else shown[: max(0, width - 1)] + "…"
 
 

@@ -19,4 +19,10 @@ def format_record(
     return json.dumps(record, separators=(",", ":"))
 
 
-__all__ = ["MARKER", "format_record"]
+def lost_record(count: int, why: str, time: float) -> str:
+    """The record that marks `count` records a writer could not write (a full disk): it has no `values`, so
+    readers take no sample from it, and a person reading the file sees the gap and its cause."""
+    return json.dumps({"time": time, "lost": count, "why": why}, separators=(",", ":"))
+
+
+__all__ = ["MARKER", "format_record", "lost_record"]

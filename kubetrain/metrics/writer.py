@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from operator import index as as_int
 
 from ..contract import env_names
-from .wire import MARKER, format_record
+from .wire import MARKER, format_record, lost_record
 
 _RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "JAX_PROCESS_ID")
 """Where a process's global rank is, by framework: torch (and DeepSpeed), Open MPI, MPICH, JAX."""
@@ -62,15 +62,42 @@ class _Identity:
 
 
 class _FileSink:
+    """Appends one record per `write(2)`. On a full disk a write fails, or writes only part of a record and
+    leaves a fragment with no newline at the end of the file. The rest of that record is never written by a
+    second call (another process appending to the same file could come between the two halves); instead the
+    next record that can be written starts on a line of its own and is preceded by a record saying how many
+    were lost and why (`lost_record`), so a reader finds every later record whole and the gap marked."""
+
     def __init__(self, path: str) -> None:
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, exist_ok=True)
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.who = _Identity(os.environ)
+        self.torn = False
+        """The file ends in a fragment of a record: the next write starts with a newline."""
+        self.lost = 0
+        self.why = ""
 
     def write(self, line: str) -> None:
-        os.write(self.fd, (line + "\n").encode())
+        data = (line + "\n").encode()
+        if self.lost:
+            data = (lost_record(self.lost, self.why, time.time()) + "\n").encode() + data
+        if self.torn:
+            data = b"\n" + data
+        try:
+            written = os.write(self.fd, data)
+        except OSError as exc:
+            self.lost += 1
+            self.why = exc.strerror or str(exc)
+            raise
+        if written < len(data):
+            self.torn = True
+            self.lost += 1
+            self.why = "the disk took only part of the record (full?)"
+            raise OSError(f"{self.why}: {written} of {len(data)} bytes written")
+        self.torn = False
+        self.lost = 0
 
 
 class _StdoutSink:

@@ -255,6 +255,7 @@ class LocalBackend:
         (None: the framework's `FrameworkSupport.preload`; empty: none). `gpus`: this machine's GPUs, asked
         when a job asks for some (None: `gpus.discover_gpus`, nvidia-smi or the driver's /proc entries)."""
         self.store = store if store is not None else JobStore()
+        self._refused_metrics: set[tuple[str, Path]] = set()
         self.preload: tuple[str, ...] | None = None if preload is None else tuple(preload)
         self.gpus = gpus
 
@@ -635,12 +636,25 @@ class LocalBackend:
         job_id = self._resolve(job_id)
         record = self._stored_record(job_id)
         processes = record.processes if record is not None else []
-        # Several processes may share a file (the user's env named one): each is read once.
-        paths = list(dict.fromkeys(Path(p.env[env_names.METRICS_FILE]) for p in processes
-                                   if env_names.METRICS_FILE in p.env))
+        # Each file is read once, keyed by the first process that writes it: its role and index are the
+        # samples' (several processes share one when the user's env names it). Only files in the job's own
+        # metrics folder are read (a replica may name any path, `/dev/zero` included): others are refused, said
+        # once on stderr.
+        paths: dict[Path, str] = {}
+        for p in processes:
+            if env_names.METRICS_FILE in p.env:
+                paths.setdefault(Path(p.env[env_names.METRICS_FILE]), p.key)
+        keyed = {key: path for path, key in paths.items()}
+        within = Path(metrics_dir_of(self.store.log_dir(job_id) / "files"))
+
+        def refused(path: Path, why: str) -> None:
+            if (job_id, path) not in self._refused_metrics:  # once per backend, not once per reader (a page)
+                self._refused_metrics.add((job_id, path))
+                print(f"kubetrain: metrics of {job_id}: {path} not read: {why}", file=sys.stderr)
+
         if follow:
-            return follow_files(paths, lambda: self._ended(job_id))
-        return iter(read_files(paths))
+            return follow_files(keyed, lambda: self._ended(job_id), within=within, on_refused=refused)
+        return iter(read_files(keyed, within=within, on_refused=refused))
 
     def _ended(self, job_id: str) -> bool:
         # A suspended job has not ended: like `kubectl logs -f` while no pod runs, following waits for it

@@ -23,6 +23,7 @@ from typing import TextIO
 from ...contract.errors import EXIT_INTERRUPTED
 from ...metrics.sample import MetricSample
 from ...metrics.summary import display_name, format_value, series, sparkline
+from ...terminal import escape_controls
 from ..options import add_backend, add_output, open_backend_for
 from ..output import plural, say
 
@@ -87,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     if args.output == "csv":
-        write_csv(samples, sys.stdout)
+        # On a terminal a name's escape sequences would be commands to it (an OSC 52 writes the clipboard):
+        # shown escaped there; into a file or a pipe, written whole.
+        write_csv(samples, sys.stdout, escape=sys.stdout.isatty())
     elif args.output == "json":
         json.dump([s.to_dict() for s in samples], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -123,8 +126,10 @@ def table(samples: Iterable[MetricSample], per_rank: bool = False) -> str:
     )
 
 
-def write_csv(samples: Iterable[MetricSample], out: TextIO) -> None:
-    """Every sample as a row: time, step, name, value, role, index, rank."""
+def write_csv(samples: Iterable[MetricSample], out: TextIO, *, escape: bool = False) -> None:
+    """Every sample as a row: time, step, name, value, role, index, rank. `escape`: names and roles with their
+    control characters shown escaped (for a terminal)."""
+    shown = escape_controls if escape else str
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["time", "step", "name", "value", "role", "index", "rank"])
     for s in samples:
@@ -132,9 +137,9 @@ def write_csv(samples: Iterable[MetricSample], out: TextIO) -> None:
             [
                 f"{s.time:.6f}",
                 "" if s.step is None else s.step,
-                s.name,
+                shown(s.name),
                 repr(s.value),
-                s.role or "",
+                shown(s.role or ""),
                 "" if s.index is None else s.index,
                 "" if s.rank is None else s.rank,
             ]
