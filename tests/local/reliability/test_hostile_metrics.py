@@ -195,3 +195,24 @@ def test_a_full_disk_cuts_one_record_short_and_the_next_ones_are_whole_and_the_g
     [lost] = [json.loads(line) for line in lines if '"lost"' in line]
     assert lost["lost"] == 4 and lost["why"]
     assert "metrics not written" in done.stderr  # said once to the script, never raised into it
+
+
+NAMES_WITH_COMMANDS = """\
+import kubetrain.metrics as m
+m.log(step=1, **{"\\x1b]52;c;cm0gLXJmIH4=\\x07loss\\u202e": 0.5})
+"""
+
+
+def test_metric_names_reach_a_terminal_escaped_and_a_pipe_whole(tmp_path: Path) -> None:
+    """A name is the replica's text: on a terminal its OSC 52 (write the clipboard) or its right-to-left mark
+    must not act; in a file the name is kept exactly as logged."""
+    write(tmp_path / "train.py", NAMES_WITH_COMMANDS)
+    assert cli("run", "--", "python", "train.py", cwd=tmp_path).returncode == 0
+    job = cli("list", "-o", "name", cwd=tmp_path).stdout.split()[0].split("/")[-1]
+    for output in ("csv", "table"):
+        session = TerminalSession([*CLI, "metrics", job, "-o", output], cwd=str(tmp_path))
+        assert session.finish() == 0
+        assert "\x1b]52" not in session.raw and "\u202e" not in session.raw, repr(session.raw)
+        assert "\\x1b]52" in session.raw and "\\u202e" in session.raw
+    piped = cli("metrics", job, "-o", "csv", cwd=tmp_path)
+    assert "\x1b]52;c;cm0gLXJmIH4=\x07loss\u202e" in piped.stdout
