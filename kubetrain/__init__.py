@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from .contract.choices import DEFAULT_FLAVOR
 
 if TYPE_CHECKING:
-    from .backends.base import Backend, RunEvent, RunResult, open_backend
+    from .backends.base import Backend, BackendOptions, RunEvent, RunResult, open_backend
     from .backends.kubernetes.client.errors import KubernetesError
+    from .backends.kubernetes.options import KubernetesOptions
     from .backends.local.backend import LocalError
+    from .backends.local.options import LocalOptions
     from .backends.local.store import StoreError
     from .contract.errors import KubetrainError, UsageError
     from .contract.logs import LogRecord, LogSink
@@ -42,6 +44,8 @@ _EXPORTS = {
     "RunResult": "backends.base",
     "RunEvent": "backends.base",
     "open_backend": "backends.base",
+    "LocalOptions": "backends.local.options",
+    "KubernetesOptions": "backends.kubernetes.options",
     "KubetrainError": "contract.errors",
     "UsageError": "contract.errors",
     "LocalError": "backends.local.backend",
@@ -78,8 +82,10 @@ __all__ = [
     "JobSpec",
     "JobStatus",
     "KubernetesError",
+    "KubernetesOptions",
     "KubetrainError",
     "LocalError",
+    "LocalOptions",
     "LogRecord",
     "LogSink",
     "Metadata",
@@ -134,7 +140,7 @@ def render(job: TrainJob, flavor: str = DEFAULT_FLAVOR, namespace: str | None = 
 def run(
     job: TrainJob,
     *,
-    backend: str = "local",
+    backend: str | BackendOptions = "local",
     detach: bool = False,
     dry_run: Literal["client", "server"] | None = None,
     sink: LogSink | None = None,
@@ -164,8 +170,9 @@ def run(
     then raises `KeyboardInterrupt`, so a loop of runs (a sweep) stops too.
 
     `base_dir`: where relative paths of the job resolve (default: the job file's folder, see
-    `TrainJob.base_dir`, else the current folder). `options` open the backend (`open_backend`): e.g.
-    `namespace=`, `flavor=` on Kubernetes, `preload=` locally.
+    `TrainJob.base_dir`, else the current folder). `backend` is a backend's name, or its options, which name
+    it: `backend=KubernetesOptions(namespace="ml", flavor="jobset")`, `backend=LocalOptions(preload=[])`;
+    with a name, `options` are their fields as keywords (`open_backend`).
     """
     import signal
     import sys
@@ -207,20 +214,12 @@ def run(
         if sink is not None:
             sink.flush()
     status = result.status
-    if status is not None and status.phase.value == "Cancelled" and (interrupted or _by_ctrl_c(result)):
+    # `result.interrupted`: a Ctrl-C our handler did not see (the local supervisor, attached in this process,
+    # handles SIGINT itself while it runs) cancelled the job.
+    if status is not None and status.phase.value == "Cancelled" and (interrupted or result.interrupted):
         sys.stderr.flush()
         raise KeyboardInterrupt(f"job {result.job_id} cancelled by Ctrl-C")
     return result
-
-
-def _by_ctrl_c(result: RunResult) -> bool:
-    """A Ctrl-C our handler did not see cancelled the job: the local supervisor, attached in this process,
-    handles SIGINT itself while it runs, and records it with its own constant."""
-    if result.backend != "local" or result.status is None:
-        return False
-    from .backends.local.supervisor import BY_CTRL_C
-
-    return result.status.message == BY_CTRL_C
 
 
 def _interactive() -> bool:

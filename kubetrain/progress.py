@@ -102,7 +102,7 @@ class Progress:
             self.waiting = Counter(
                 _PENDING_WORDS.get(r.reason, _words(r.reason))
                 if r.reason
-                else (_SCHEDULING if r.host is None and status.backend == "kubernetes" else "pending")
+                else (_SCHEDULING if r.host is None and status.placed_by_scheduler else "pending")
                 for r in status.replicas
                 if r.phase.value == "Pending"
             )

@@ -347,6 +347,10 @@ class JobStatus:
     started_at: float | None = None
     finished_at: float | None = None
     first_failure: FailureSummary | None = None
+    placed_by_scheduler: bool = False
+    """A scheduler places the replicas (Kubernetes): a Pending replica with no host yet is being scheduled.
+    False where a replica starts in place (local processes). Not in `to_dict`: how the backend works, not
+    the job's state."""
 
     def counts(self) -> dict[str, RoleCounts]:
         """Replicas per phase for each role, roles in the order they first appear."""
@@ -412,6 +416,7 @@ class JobStatus:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (camelCase keys). ``counts`` is included for readers; from_dict recomputes it."""
         out = _plain_dict(self)
+        del out["placedByScheduler"]
         out["replicas"] = [r.to_dict() for r in self.replicas]
         out["conditions"] = [c.to_dict() for c in self.conditions]
         out["firstFailure"] = self.first_failure.to_dict() if self.first_failure else None

@@ -6,24 +6,34 @@ detached, or as a dry run), then `status`, `describe`, `list`, `logs`, `cancel`,
 the CLI makes. What differs between backends is given once, when the backend is opened (a Kubernetes
 namespace and flavor, the local backend's preloaded modules), not on every call.
 
-Modelled on TorchX's `Scheduler` (one class, dry run then schedule) and the Kubeflow SDK's
-`TrainerClient` (one facade choosing `backends/<name>/`). Backends are imported only when opened, so
-choosing one costs nothing for the others.
+Each backend declares what it is opened with as a typed dataclass, a `BackendOptions` subclass in a light
+module of its own (`local/options.py`, `kubernetes/options.py`: no import of the backend itself), whose
+fields carry their command-line form (`option`): the CLI builds its flags from them, so an option is one
+field. What a caller would otherwise learn by comparing backend names is declared instead: on the options
+(`verdicts`, `runs_as_written`, `pod_templates`), on the backend (`metrics_in_output`, `changes`,
+`framework`, `processes`) or on what it returns (`RunResult.plan_notes`, `RunResult.interrupted`,
+`Description.spec`, `Description.diagnoses`, `JobStatus.placed_by_scheduler`).
+
+Modelled on TorchX's `Scheduler` (one class, dry run then schedule; `runopts`, the typed options a scheduler
+declares and the CLI offers) and the Kubeflow SDK's `TrainerClient` (one facade; a backend's configuration
+is a typed object, `KubernetesBackendConfig`). Backends are imported only when opened, so choosing one
+costs nothing for the others.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
-from ..contract.choices import BACKEND_ALIASES
+from ..contract.choices import BACKEND_ALIASES, DEFAULT_BACKEND
 from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, KubetrainError, UsageError
-from ..contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 
 if TYPE_CHECKING:
+    from ..contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
     from ..jobspec import TrainJob
     from ..metrics.sample import MetricSample
     from ..status import JobStatus
@@ -139,6 +149,123 @@ BACKENDS: dict[str, str] = {
 }
 """Backend name → `module:class`, imported on `open_backend`. `contract.choices.BACKENDS` lists the names."""
 
+BACKEND_OPTIONS: dict[str, str] = {
+    "local": "kubetrain.backends.local.options:LocalOptions",
+    "kubernetes": "kubetrain.backends.kubernetes.options:KubernetesOptions",
+}
+"""Backend name → `module:class` of its `BackendOptions`: light modules that import no backend, so the CLI
+builds its flags from them without paying for the backends (`kubetrain list` stays fast)."""
+
+
+# -- what a backend is opened with ----------------------------------------------------------------------------
+
+
+class Option(NamedTuple):
+    """How an option of a backend reads on the command line: the metadata of a `BackendOptions` field
+    (`option()` makes the field). The CLI adds one flag per such field to each verb that takes it; a field
+    with no `flags` is for Python callers only. (This and the other small records here are NamedTuples, not
+    dataclasses: every CLI verb imports this module to build its flags, and a dataclass costs ~0.3 ms to make.)"""
+
+    help: str
+    flags: tuple[str, ...] = ()
+    """`("-n", "--namespace")`; the flag's value lands in the field of the same name."""
+    verbs: tuple[str, ...] | None = None
+    """The CLI verbs that take it; None: every verb that opens a backend."""
+    choices: tuple[str, ...] | None = None
+    parse: Callable[[str], Any] | None = None
+    """The flag's text → the field's value (raising `ValueError` or `argparse.ArgumentTypeError` with the
+    reason); None: the text itself. A field whose default is a bool is a switch (no value)."""
+    metavar: str | None = None
+    locates: bool = False
+    """Part of where the backend finds a job again (a namespace, a kubeconfig): said again in the hints a
+    verb prints (`kubetrain logs ID --backend kubernetes -n ml`)."""
+
+
+def option(default: Any, help: str, *, flags: Sequence[str] = (), verbs: Sequence[str] | None = None,
+           choices: Sequence[str] | None = None, parse: Callable[[str], Any] | None = None,
+           metavar: str | None = None, locates: bool = False) -> Any:
+    """A field of a `BackendOptions` dataclass, with its command-line form (`Option`)."""
+    spec = Option(help, tuple(flags), None if verbs is None else tuple(verbs),
+                  None if choices is None else tuple(choices), parse, metavar, locates)
+    return field(default=default, metadata={"option": spec})
+
+
+def option_of(f: dataclasses.Field[Any]) -> Option | None:
+    """The command-line form of a `BackendOptions` field (None: not an option)."""
+    spec = f.metadata.get("option")
+    return spec if isinstance(spec, Option) else None
+
+
+class Problem(NamedTuple):
+    """One refusal of a job, before it runs: the spec path it names (`spec.mounts[2]`), its message and hint."""
+
+    path: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.message}"
+        return f"{text}\n    hint: {self.hint}" if self.hint else text
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one way of running a job makes of it before anything runs (`BackendOptions.verdicts`): the
+    local backend, or one Kubernetes flavor."""
+
+    backend: str
+    """The way it names: `local`, or a flavor's name."""
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    output: Any = None
+    """What would run: the manifests (a flavor), the launch record as data without its warnings (local); None
+    when refused."""
+    label: str = ""
+    """How a person names it: `the local backend`, `flavor jobset`."""
+    kind: str = "backend"
+    """What the ways of its backend are called, when it has several (`flavor`)."""
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.problems)
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """What a backend is opened with; each backend's own subclass declares its fields with `option()`
+    (TorchX's `runopts`, the Kubeflow SDK's backend configs). `open_backend` passes the fields to the
+    backend's constructor as keywords of the same names."""
+
+    backend: ClassVar[str]
+    """The backend these options open (its name in `BACKENDS`)."""
+    title: ClassVar[str]
+    """How its options are headed in `--help` (`Kubernetes`), and how a person names it."""
+    pod_templates: ClassVar[bool] = True
+    """The backend runs pods from the job's pod templates (whose render then says each security setting it
+    relaxes); where it does not, the CLI says once that their security settings are not used."""
+
+    def keywords(self) -> dict[str, Any]:
+        """The fields as the backend's constructor takes them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @property
+    def runs_as_written(self) -> bool:
+        """A foreign document kubetrain cannot convert may still be handed to the engine as written (a
+        cluster that runs its kind's controller), so `run` tries the backend before refusing the file."""
+        return False
+
+    def verdicts(self, job: TrainJob) -> list[Verdict]:
+        """What this backend would make of `job`, without running it and without reaching anything
+        (`kubetrain validate --backend`): one verdict per way it could run it (each Kubernetes flavor, unless
+        one is named). The backend refuses the job when every verdict refuses it."""
+        raise NotImplementedError
+
+    def survey(self) -> tuple[list[str], str | None]:
+        """What `kubetrain validate --backend` adds about where jobs would run: lines for a person (on
+        Kubernetes, with a kubeconfig to read: what the cluster can run, engine by engine), and a note when
+        it could not be asked. Nothing where there is nothing to ask."""
+        return [], None
+
 
 class StillStopping(KubetrainError):
     """`cancel` or `suspend` was accepted, but the job had not stopped when the backend stopped waiting for
@@ -175,6 +302,11 @@ class RunResult:
     detached: bool = False
     namespace: str | None = None
     flavor: str | None = None
+    plan_notes: str | None = None
+    """A client dry run: how to read `plan`, for a person (the CLI prints it as a YAML comment above it)."""
+    interrupted: bool = False
+    """Attached: the job was cancelled because this process was interrupted (Ctrl-C), as the backend saw it
+    (the local supervisor handles SIGINT itself while it runs)."""
 
     @property
     def exit_code(self) -> int:
@@ -192,11 +324,30 @@ class RunResult:
         return 0
 
 
+class Cause(Protocol):
+    """Why replicas wait (`Description.diagnoses`): a cause, its message and a hint."""
+
+    def line(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class Description(Protocol):
     """`describe`: the status and what else the backend knows of the job, as text and as data."""
 
     @property
     def status(self) -> JobStatus: ...
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        """The job as submitted: the TrainJob document locally, the root workload object on Kubernetes (without
+        its managedFields and status)."""
+        ...
+
+    @property
+    def diagnoses(self) -> Sequence[Cause]:
+        """Why Pending replicas wait, a cause each (none locally: a local replica does not wait for a place)."""
+        ...
 
     def status_lines(self) -> list[str]:
         """What `kubetrain status` prints: the summary, a line per replica, why it is stuck or failed."""
@@ -211,6 +362,36 @@ class Description(Protocol):
         ...
 
 
+class Changes(Protocol):
+    """A running change feed (`Backend.changes`)."""
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the feed stopped seeing changes (the store moved aside, the API server unreachable), if it did."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the feed's thread (the backend stays open)."""
+        ...
+
+
+class ReplicaProcess(NamedTuple):
+    """One process of a job as `kubetrain attach` starts it again: its key (`worker-0`), argv, whole env
+    and working directory."""
+
+    key: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+
+
+class JobProcesses(NamedTuple):
+    """`Backend.processes`: the job's full id (a prefix may have been given) and its replicas' processes."""
+
+    job_id: str
+    processes: list[ReplicaProcess]
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Runs jobs somewhere and answers for them by id. Job ids may be given as an unambiguous prefix
@@ -219,6 +400,10 @@ class Backend(Protocol):
     from "the job cannot do that" without knowing the backend."""
 
     name: str
+    metrics_in_output: bool
+    """The replicas' metric samples travel in their output (Kubernetes: `@kubetrain:metrics ` lines of the
+    container logs), so whoever reads the output of a run sees them; else (locally: files of their own) they
+    are read with `metrics`."""
 
     def run(
         self,
@@ -296,6 +481,24 @@ class Backend(Protocol):
 
     def delete(self, job_id: str) -> None: ...
 
+    def changes(self, on_change: Callable[[], None]) -> Changes:
+        """Start a change feed: `on_change()` is called, from a thread of the backend's, whenever one of its
+        jobs may have changed (locally a commit to the job store, on Kubernetes an event of a watch on its
+        workloads and pods), until the feed is stopped. Bursts are not coalesced: the receiver does that."""
+        ...
+
+    def framework(self, job_id: str) -> str:
+        """The job's framework (`pytorch`, ...; "" when unknown, as for a foreign document run as written).
+        Cheap, for a table of jobs: locally one read of the store; on Kubernetes, while a change feed runs,
+        from what its watches hold (no request)."""
+        ...
+
+    def processes(self, job_id: str) -> JobProcesses:
+        """What each replica process of the job runs (argv, env, working directory), to start one again by
+        hand (`kubetrain attach`). A backend whose replicas run elsewhere (Kubernetes) raises `UsageError`
+        saying how to get there."""
+        ...
+
     def close(self) -> None: ...
 
     def __enter__(self) -> Backend: ...
@@ -312,33 +515,69 @@ def backend_name(name: str) -> str:
     return canonical
 
 
-def open_backend(name: str = "local", **options: Any) -> Backend:
-    """The backend called `name`, opened with its options:
+def options_class(name: str) -> type[BackendOptions]:
+    """The `BackendOptions` subclass of the backend called `name` (its light module alone is imported)."""
+    module_name, _, class_name = BACKEND_OPTIONS[backend_name(name)].partition(":")
+    cls: type[BackendOptions] = getattr(importlib.import_module(module_name), class_name)
+    return cls
 
-    - `local`: `preload` (modules replicas import once before being forked; None: by framework);
-    - `kubernetes`: `namespace`, `context`, `kubeconfig`, `flavor` (None: JobSet if served, else job),
-      `all_namespaces` (for `list`).
-    """
-    module_name, _, class_name = BACKENDS[backend_name(name)].partition(":")
+
+def options_classes() -> dict[str, type[BackendOptions]]:
+    """Every backend's options class, by backend name."""
+    return {name: options_class(name) for name in BACKEND_OPTIONS}
+
+
+def open_backend(name: str | BackendOptions = DEFAULT_BACKEND, options: BackendOptions | None = None, /,
+                 **keywords: Any) -> Backend:
+    """The backend called `name`, opened with its options: a `BackendOptions` of that backend
+    (`LocalOptions`, `KubernetesOptions`; given alone, it names its backend, as the Kubeflow SDK's backend
+    configs do), or the same fields as keywords (`open_backend("kubernetes", namespace="ml")`). Keywords that
+    are no field of the options go to the backend's constructor as they are (for tests and tools: a
+    Kubernetes `api_client`, `retry`)."""
+    if isinstance(name, BackendOptions):
+        options, name = name, name.backend
+    canonical = backend_name(name)
+    cls_options = options_class(canonical)
+    if options is None:
+        fields = {f.name for f in dataclasses.fields(cls_options)}
+        options = cls_options(**{k: v for k, v in keywords.items() if k in fields})
+        keywords = {k: v for k, v in keywords.items() if k not in fields}
+    elif not isinstance(options, cls_options):
+        raise UsageError(f"{type(options).__name__} are not the options of the {canonical} backend "
+                         f"(those are {cls_options.__name__})")
+    module_name, _, class_name = BACKENDS[canonical].partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
-    backend: Backend = cls(**options)
+    backend: Backend = cls(**options.keywords(), **keywords)
     return backend
 
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_OPTIONS",
     "WARNING_PREFIX",
     "Backend",
+    "BackendOptions",
+    "Cause",
+    "Changes",
     "Description",
     "DryRun",
     "DryRunReport",
     "EventSink",
+    "JobProcesses",
+    "Option",
+    "Problem",
+    "ReplicaProcess",
     "RunEvent",
     "RunEventKind",
     "RunEventSink",
     "RunEvents",
     "RunResult",
     "StillStopping",
+    "Verdict",
     "backend_name",
     "open_backend",
+    "option",
+    "option_of",
+    "options_class",
+    "options_classes",
 ]

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
 
 
-def add_job_ids(p: argparse.ArgumentParser) -> None:
+def add_job_ids(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("jobs", metavar="ID", nargs="+", help="job ids (locally, unambiguous prefixes will do)")
-    add_backend(p)
+    add_backend(p, verb)
 
 
 def for_each_job(args: argparse.Namespace, act: Callable[[Backend, str], str]) -> int:

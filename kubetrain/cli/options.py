@@ -1,7 +1,9 @@
 """Options several verbs share, and opening the backend they name.
 
-Every job verb takes `--backend local|kubernetes` (alias `k8s`) with kubectl's `-n`, `--context` and
-`--kubeconfig`; the verb's handler then calls only `kubetrain.backends.base.Backend`.
+Every job verb takes `--backend local|kubernetes` (alias `k8s`) and the options the backends declare for
+it: each backend's `BackendOptions` dataclass (`backends/local/options.py`, `backends/kubernetes/options.py`)
+gives every field's flag, help, choices and parser (`backends.base.Option`), so a backend option is one
+field there and no line here. The verb's handler then calls only `kubetrain.backends.base.Backend`.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_FLAVOR, FLAVORS
+from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_BACKEND, DEFAULT_FLAVOR, FLAVORS
 from ..contract.errors import KubetrainError
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from ..backends.base import Backend, BackendOptions
     from ..foreign.base import Conversion
     from ..jobspec import TrainJob
     from ..jobspec.errors import FieldError
@@ -60,59 +62,89 @@ def add_overrides(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_backend(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--backend",
-        default="local",
-        choices=[*BACKENDS, *BACKEND_ALIASES],
-        help="where the job runs: local processes (default) or a Kubernetes cluster",
-    )
-    add_cluster(p)
-
-
-def add_cluster(p: argparse.ArgumentParser) -> None:
-    """kubectl's `-n`, `--context` and `--kubeconfig`: where on Kubernetes (`open_backend_for` reads them)."""
-    p.add_argument("-n", "--namespace", help="Kubernetes namespace (default: the kubeconfig context's)")
-    p.add_argument("--context", help="kubeconfig context (Kubernetes)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (Kubernetes; default: $KUBECONFIG, ~/.kube/config)")
-
-
 def add_flavor(p: argparse.ArgumentParser, *, default: str | None, help_text: str) -> None:
     p.add_argument("--flavor", default=default, choices=FLAVORS, help=help_text)
 
 
 DEFAULT_FLAVOR_HELP = f"Kubernetes engine to target (default: {DEFAULT_FLAVOR} = Indexed Jobs + headless Service)"
 
+BACKEND_HELP = "where the job runs: local processes (default) or a Kubernetes cluster"
+
+
+def add_backend(p: argparse.ArgumentParser, verb: str, *, help_text: str = BACKEND_HELP, several: bool = False) -> None:
+    """`--backend` (no default: `backend_of` says which when none is named; `several`: repeatable), then every
+    option a backend declares for `verb`."""
+    p.add_argument(
+        "--backend",
+        action="append" if several else "store",
+        choices=[*BACKENDS, *BACKEND_ALIASES],
+        help=help_text,
+    )
+    add_backend_options(p, verb)
+
+
+def add_backend_options(p: argparse.ArgumentParser, verb: str) -> None:
+    """A flag for each field of each backend's options that `verb` takes, under a heading per backend; its
+    value lands in `args.<field>` (`backend_options`)."""
+    from ..backends.base import option_of, options_classes
+
+    taken: set[str] = set()
+    for cls in options_classes().values():
+        group: argparse._ArgumentGroup | None = None
+        for f in dataclasses.fields(cls):
+            spec = option_of(f)
+            if spec is None or not spec.flags or f.name in taken or (spec.verbs is not None and verb not in spec.verbs):
+                continue
+            taken.add(f.name)
+            if group is None:
+                group = p.add_argument_group(f"{cls.title} backend")
+            if isinstance(f.default, bool):
+                group.add_argument(*spec.flags, dest=f.name, action="store_true", help=spec.help)
+                continue
+            group.add_argument(*spec.flags, dest=f.name, type=spec.parse or str, choices=spec.choices,
+                               metavar=spec.metavar, help=spec.help)
+
 
 def backend_of(args: argparse.Namespace) -> str:
+    """The backend `--backend` names (canonical), the default one when none is named."""
     from ..backends.base import backend_name
 
-    return backend_name(getattr(args, "backend", None) or "local")
+    named = getattr(args, "backend", None)
+    return backend_name(named or DEFAULT_BACKEND)
 
 
-def open_backend_for(args: argparse.Namespace, **options: Any) -> Backend:
+def backend_options(args: argparse.Namespace, name: str | None = None) -> BackendOptions:
+    """The options of backend `name` (default: `backend_of(args)`) from this command line: each field the
+    command line has a value for (`add_backend_options`' flags, or a verb's own flag of the same name); the
+    others keep their defaults."""
+    from ..backends.base import options_class
+
+    cls = options_class(name or backend_of(args))
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name, None) is not None}
+    return cls(**given)
+
+
+def open_backend_for(args: argparse.Namespace) -> Backend:
     """The backend `--backend` names, opened with the options of this command line that apply to it."""
     from ..backends.base import open_backend
 
-    name = backend_of(args)
-    if name == "kubernetes":
-        options.update(
-            namespace=getattr(args, "namespace", None),
-            context=getattr(args, "context", None),
-            kubeconfig=getattr(args, "kubeconfig", None),
-        )
-    return open_backend(name, **options)
+    return open_backend(backend_options(args))
 
 
 def backend_flags(args: argparse.Namespace) -> str:
-    """The flags that reach the same job again, for hints such as `kubetrain logs ID --backend kubernetes`."""
-    if backend_of(args) == "local":
+    """The flags that reach the same job again, for hints such as `kubetrain logs ID --backend kubernetes -n ml`:
+    none for the default backend, else `--backend` and the options that say where its jobs are."""
+    from ..backends.base import option_of, options_class
+
+    if getattr(args, "backend", None) is None:
         return ""
-    words = ["--backend", "kubernetes"]
-    for flag, value in (("-n", getattr(args, "namespace", None)), ("--context", getattr(args, "context", None)),
-                        ("--kubeconfig", getattr(args, "kubeconfig", None))):
-        if value:
-            words += [flag, value]
+    name = backend_of(args)
+    words = ["--backend", name]
+    for f in dataclasses.fields(options_class(name)):
+        spec = option_of(f)
+        value = getattr(args, f.name, None)
+        if spec is not None and spec.locates and spec.flags and value:
+            words += [spec.flags[0], str(value)]
     return " " + shlex.join(words)
 
 
@@ -169,14 +201,15 @@ def template_relaxations(job: TrainJob, conversion: Conversion | None = None) ->
     return errors
 
 
-def relaxation_lines(job: TrainJob, conversion: Conversion | None, backend: str | None) -> list[str]:
+def relaxation_lines(job: TrainJob, conversion: Conversion | None, options: BackendOptions | None) -> list[str]:
     """What to say of the pod template's security relaxations before a backend speaks: with no backend, each
-    one (the render says it again, per setting, on Kubernetes); locally, once, that they are not used (the
-    program runs on this machine, as the user, with no pod at all)."""
+    one; for a backend that runs pods (`BackendOptions.pod_templates`), nothing (its render says each, per
+    setting); locally, once, that they are not used (the program runs on this machine, as the user, with no
+    pod at all)."""
     found = template_relaxations(job, conversion)
-    if not found or backend == "kubernetes":
+    if not found or (options is not None and options.pod_templates):
         return []
-    if backend == "local":
+    if options is not None:
         from ..jobspec.errors import format_path
 
         fields = ", ".join(dict.fromkeys(format_path(error.path) for error in found))
@@ -203,15 +236,17 @@ def errors_at_source(conversion: Conversion | None) -> Iterator[None]:
 
 
 __all__ = [
+    "BACKEND_HELP",
     "DEFAULT_FLAVOR_HELP",
     "add_backend",
-    "add_cluster",
+    "add_backend_options",
     "add_flavor",
     "add_output",
     "add_overrides",
     "add_raw",
     "backend_flags",
     "backend_of",
+    "backend_options",
     "errors_at_source",
     "load_job_file",
     "load_job_source",

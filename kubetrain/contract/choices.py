@@ -8,6 +8,8 @@ them (`kubetrain --help` stays fast). Tests hold each tuple equal to its registr
 from __future__ import annotations
 
 BACKENDS = ("local", "kubernetes")
+DEFAULT_BACKEND = "local"
+"""Where a job runs when no backend is named: this machine."""
 BACKEND_ALIASES = {"k8s": "kubernetes"}
 """Other names a backend answers to (kubectl's habit of short names)."""
 
@@ -17,4 +19,4 @@ DEFAULT_FLAVOR = "job"
 
 FRAMEWORKS = ("pytorch", "tensorflow", "deepspeed", "mpi", "jax", "generic")
 
-__all__ = ["BACKENDS", "BACKEND_ALIASES", "DEFAULT_FLAVOR", "FLAVORS", "FRAMEWORKS"]
+__all__ = ["BACKENDS", "BACKEND_ALIASES", "DEFAULT_BACKEND", "DEFAULT_FLAVOR", "FLAVORS", "FRAMEWORKS"]

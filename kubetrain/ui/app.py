@@ -458,7 +458,7 @@ class WebView:
             title = "Job not found" if isinstance(exc, LookupError) else "The backend did not answer"
             return HTMLResponse(pages.message_page(title, str(exc)), status_code=_status(exc))
         tracker = self.tracker(source, detail.row.id)
-        if not tracker.running and source.has_metrics():
+        if not tracker.running:
             if detail.row.phase not in ENDED:
                 tracker.follow(source, detail.row.id)
             elif not tracker.samples:
@@ -520,7 +520,7 @@ class WebView:
                         if data != last:
                             last = data
                             yield _sse("status", data)
-                        if tracker is None and source.has_metrics():
+                        if tracker is None:
                             tracker = self.tracker(source, detail.row.id)
                         if (
                             tracker is not None

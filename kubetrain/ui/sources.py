@@ -1,8 +1,9 @@
 """One open backend as the web view reads it: its jobs as rows, a job's page, its change feed.
 
-Everything goes through the `Backend` interface (`list`, `describe`, `logs`, `metrics`, the actions); what
-differs per backend is only where the framework and the spec are read from and which signal says that
-something changed (`changes.py`). Calls block (SQLite, the Kubernetes API): the app runs them in threads.
+Everything goes through the `Backend` interface: `list`, `describe` (its status, spec and Pending causes),
+`framework`, `logs`, `metrics`, the actions, and `changes`, the backend's own signal that something changed
+(`changes.py` turns it into a feed pages wait on). Calls block (SQLite, the Kubernetes API): the app runs
+them in threads.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .changes import ChangeFeed, KubernetesWatcher, LocalStoreWatcher, Watcher
-from .views import JobDetail, JobRow, framework_in_manifest, framework_of_spec, job_detail, job_row, spec_text
+from .changes import ChangeFeed
+from .views import JobDetail, JobRow, job_detail, job_row, spec_text
 
 if TYPE_CHECKING:
-    from ..backends.base import Backend
+    from ..backends.base import Backend, Changes, Description
     from ..contract.logs import LogRecord
+    from ..metrics.sample import MetricSample
 
 
 class Source:
@@ -26,29 +28,23 @@ class Source:
         self.backend = backend
         self.name = backend.name
         self.feed = feed if feed is not None else ChangeFeed()
-        self.watcher: Watcher | None = None
+        self.changes: Changes | None = None
         self._frameworks: dict[str, str] = {}
         # Every viewer recomputes on the same change: the first computes, the others get its result.
         self._lock = threading.Lock()
         self._rows: tuple[int, list[JobRow]] | None = None
-        self._details: dict[str, tuple[int, JobDetail]] = {}
+        self._details: dict[str, tuple[int, JobDetail, Description]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
     def start(self) -> Source:
-        from ..backends.kubernetes.backend import KubernetesBackend
-        from ..backends.local.backend import LocalBackend
-
-        if isinstance(self.backend, LocalBackend):
-            self.watcher = LocalStoreWatcher(self.feed, self.backend.store.db_path).start()
-        elif isinstance(self.backend, KubernetesBackend):
-            self.watcher = KubernetesWatcher(self.feed, self.backend).start()
+        self.changes = self.backend.changes(self.feed.bump)
         return self
 
     def close(self) -> None:
         """Stop watching (the backend stays open: whoever opened it closes it)."""
-        if self.watcher is not None:
-            self.watcher.stop()
+        if self.changes is not None:
+            self.changes.stop()
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -67,62 +63,38 @@ class Source:
         known = self._frameworks.get(job_id)
         if known is not None:
             return known
-        found = ""
-        if isinstance(self.watcher, KubernetesWatcher):
-            from ..contract.labels import JOB_LABEL
-
-            for obj in self.watcher.snapshot():
-                if ((obj.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL) == job_id:
-                    found = framework_in_manifest(obj)
-                    if found:
-                        break
-        else:
-            store = getattr(self.backend, "store", None)
-            if store is not None:
-                import json
-
-                try:
-                    found = framework_of_spec(json.loads(store.get_spec_json(job_id)))
-                except Exception:  # deleted meanwhile: nothing to show
-                    found = ""
+        try:
+            found = self.backend.framework(job_id)
+        except Exception:  # deleted meanwhile: nothing to show
+            found = ""
         if found:
             self._frameworks[job_id] = found
         return found
 
+    def _described(self, job_id: str) -> tuple[JobDetail, Description]:
+        """The job page's data and the description it comes from (computed once per change of the feed;
+        the caller holds the lock)."""
+        version = self.feed.version
+        cached = self._details.get(job_id)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        desc = self.backend.describe(job_id)
+        status = desc.status
+        detail = job_detail(status, self._framework(status.job_id), [d.to_dict() for d in desc.diagnoses])
+        if len(self._details) > 256:
+            self._details.clear()
+        self._details[job_id] = (version, detail, desc)
+        return detail, desc
+
     def detail(self, job_id: str) -> JobDetail:
         """The job page's data (computed once per change of the feed)."""
         with self._lock:
-            version = self.feed.version
-            cached = self._details.get(job_id)
-            if cached is not None and cached[0] == version:
-                return cached[1]
-            desc = self.backend.describe(job_id)
-            diagnoses = [d.to_dict() for d in getattr(desc, "diagnoses", [])]
-            status = desc.status
-            framework = self._framework(status.job_id) or framework_of_spec(getattr(desc, "spec", None))
-            detail = job_detail(status, framework, diagnoses)
-            if len(self._details) > 256:
-                self._details.clear()
-            self._details[job_id] = (version, detail)
-            return detail
+            return self._described(job_id)[0]
 
     def spec(self, job_id: str) -> str:
         """The job as submitted (local: the TrainJob document; Kubernetes: the root workload object)."""
-        from ..backends.kubernetes.backend import KubernetesBackend
-
         with self._lock:
-            if isinstance(self.backend, KubernetesBackend):
-                from ..backends.kubernetes.lookup import locate
-
-                b = self.backend
-                root = dict(locate(b.kube, b.capabilities(), job_id, b.namespace).root)
-                meta = dict(root.get("metadata") or {})
-                meta.pop("managedFields", None)
-                root["metadata"] = meta
-                root.pop("status", None)
-                return spec_text(root)
-            desc = self.backend.describe(job_id)
-            return spec_text(getattr(desc, "spec", None) or desc.to_dict().get("spec"))
+            return spec_text(self._described(job_id)[1].spec)
 
     def logs(self, job_id: str, stop: threading.Event, **filters: Any) -> Iterator[LogRecord]:
         """The job's merged output, followed until it ends or `stop` is set (its viewer left; runs on a
@@ -133,16 +105,9 @@ class Source:
         records = self.backend.logs(job_id, follow=True, stop=stop, **filters)
         return (r for r in records if not is_metric_line(r.text))
 
-    def has_metrics(self) -> bool:
-        return callable(getattr(self.backend, "metrics", None))
-
-    def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[Any]:
-        """The job's metric samples (`kubetrain.metrics.MetricSample`); nothing when the backend has none."""
-        call = getattr(self.backend, "metrics", None)
-        if call is None:
-            return iter(())
-        samples: Iterator[Any] = call(job_id, follow=follow)
-        return samples
+    def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
+        """The job's metric samples (`kubetrain.metrics.MetricSample`)."""
+        return self.backend.metrics(job_id, follow=follow)
 
     def act(self, job_id: str, action: str) -> str:
         """Cancel, suspend, resume or delete; the job's phase after it ("Deleted" once deleted)."""

@@ -105,7 +105,11 @@ def test_the_line_says_what_is_running_what_waits_and_the_latest_metrics() -> No
     p.keys(["worker-0", "worker-1", "worker-2"])
     assert re.fullmatch(r". Pending · \?/3 running · 0:05", p.line(now=105.0))
     unplaced = JobStatus(
-        "train-ab12", "train", backend="kubernetes", replicas=[replica(i, ReplicaPhase.PENDING) for i in range(3)]
+        "train-ab12",
+        "train",
+        backend="kubernetes",
+        replicas=[replica(i, ReplicaPhase.PENDING) for i in range(3)],
+        placed_by_scheduler=True,
     )
     p.event(RunEvent("status", "", "train-ab12", unplaced))
     assert p.line(now=106.0)[2:] == "Pending · 0/3 running · 3 scheduling · 0:06"

@@ -21,10 +21,11 @@ from ...contract.labels import JOB_LABEL
 from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...contract.naming import label_value
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, stopped_by_cancel
-from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult
+from ..base import DryRun, EventSink, JobProcesses, RunEvents, RunEventSink, RunResult
 from . import as_written
 from . import follow as following
 from .capabilities import Capabilities, check_queue, detect
+from .changes import ClusterChanges, framework_in_manifest
 from .client.config import connect
 from .client.errors import ApiError, KubernetesError
 from .client.kube import Kube
@@ -69,6 +70,7 @@ class KubernetesBackend:
     """
 
     name = "kubernetes"
+    metrics_in_output = True  # `@kubetrain:metrics ` lines of the container logs: the run's output carries them
 
     def __init__(
         self,
@@ -106,6 +108,7 @@ class KubernetesBackend:
         self.log_grace = log_grace
         self.untouched_after = untouched_after
         self._caps: Capabilities | None = None
+        self._feeds: list[ClusterChanges] = []
         host = getattr(getattr(api_client, "configuration", None), "host", "")
         self._liveness = LivenessCache(f"{host} {source}", liveness_ttl)
 
@@ -355,7 +358,29 @@ class KubernetesBackend:
         diagnoses = self.diagnose_pending(status, loc.workloads, pods)
         status = self.explain(status, loc.workloads, pods, diagnoses)
         grouped = group_pods(pods, roles_of(loc.flavor, loc.workloads))
-        return Description.of(status, diagnoses, loc.workloads, grouped)
+        # The root object as submitted: without what the API server keeps beside it (status, managedFields).
+        spec = {k: v for k, v in loc.root.items() if k != "status"}
+        spec["metadata"] = {k: v for k, v in meta(loc.root).items() if k != "managedFields"}
+        return Description.of(status, diagnoses, loc.workloads, grouped, spec)
+
+    def framework(self, job_id: str) -> str:
+        """While a change feed runs, from its informers' objects (no request, "" for a job they do not hold
+        yet); else from the job's workload objects."""
+        feeds = [feed for feed in self._feeds if feed.running]
+        if feeds:
+            return feeds[0].framework(job_id)
+        loc = self._locate(job_id, None)
+        return next((found for found in map(framework_in_manifest, loc.workloads) if found), "")
+
+    def changes(self, on_change: Callable[[], None]) -> ClusterChanges:
+        """Informers on kubetrain's workloads and pods of the namespace (:mod:`.changes`): any event is a change."""
+        feed = ClusterChanges(self, on_change).start()
+        self._feeds = [f for f in self._feeds if f.running] + [feed]
+        return feed
+
+    def processes(self, job_id: str) -> JobProcesses:
+        raise UsageError(f"a replica of {job_id} is a pod of the cluster, not a process here: open a shell in it with "
+                         f"kubectl exec -it -n {self.namespace} POD -- sh (kubetrain describe {job_id} names its pods)")
 
     # -- watching -------------------------------------------------------------------------------------
 

@@ -27,16 +27,18 @@ class Description:
     diagnoses: list[Diagnosis]
     objects: list[dict[str, str]]
     pods: dict[str, dict[str, str | None]]
+    spec: dict[str, Any] | None = None
+    """The root workload object as submitted (without its status and managedFields)."""
 
     @classmethod
     def of(cls, status: JobStatus, diagnoses: Sequence[Diagnosis], workloads: Sequence[JSON],
-           grouped: PodIndex) -> Description:
+           grouped: PodIndex, spec: dict[str, Any] | None = None) -> Description:
         objects = [{"kind": str(o.get("kind")), "name": meta(o).get("name", ""), "apiVersion": str(o.get("apiVersion"))}
                    for o in workloads]
         pods = {f"{r}-{i}": {"name": meta(p).get("name"), "node": (p.get("spec") or {}).get("nodeName"),
                              "phase": (p.get("status") or {}).get("phase")}
                 for (r, i), p in sorted(grouped.current.items())}
-        return cls(status, list(diagnoses), objects, pods)
+        return cls(status, list(diagnoses), objects, pods, spec)
 
     def status_lines(self) -> list[str]:
         """What ``kubetrain status`` prints: the summary, a line per replica, a line per Pending cause with

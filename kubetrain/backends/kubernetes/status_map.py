@@ -302,6 +302,7 @@ def job_status(
         created_at=created,
         started_at=min((r.started_at for r in replicas if r.started_at is not None), default=None),
         finished_at=engine.finished_at if phase.is_terminal else None,
+        placed_by_scheduler=True,
     )
     if phase is JobPhase.FAILED:
         status.first_failure = first_failure(replicas, engine.policy_action)

@@ -2,9 +2,9 @@
 
 Every command works across invocations: the store (SQLite) holds the jobs and their launch records, a
 supervisor process (or the attached `run` itself) owns the replicas, and `cancel`/`suspend` reach it
-through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `backends.base.Backend`; its
-one local-only call is `launch_record` (for `kubetrain attach`). Job ids may be given as an unambiguous
-prefix everywhere.
+through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `backends.base.Backend` (its
+`processes` are what `kubetrain attach` starts again; its change feed is `changes.StoreChanges`). Job ids
+may be given as an unambiguous prefix everywhere.
 
 Before a job is created, this machine's verdict on it (`launch.machine_fit`): what it cannot provide is
 refused (`LocalRefusal`, every problem with its field path), what it approximates is said as a warning,
@@ -36,12 +36,23 @@ from ...contract import env_names
 from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
-from ..base import DryRun, EventSink, RunEvents, RunEventSink, RunResult, StillStopping
-from .launch import LaunchRecord, MachineFit, machine_fit, role_working_dirs
+from ..base import (
+    DryRun,
+    EventSink,
+    JobProcesses,
+    ReplicaProcess,
+    RunEvents,
+    RunEventSink,
+    RunResult,
+    StillStopping,
+)
+from .changes import StoreChanges
+from .launch import LAYOUT, LaunchRecord, MachineFit, machine_fit, role_working_dirs
 from .processes import kill_recorded
 from .procfs import is_stopped, pid_alive, processes_with_env
 from .store import JobNotFoundError, JobStore, RequestKind
 from .supervisor import (
+    BY_CTRL_C,
     DEFAULT_GRACE,
     REASON_CANCELLED,
     REASON_SUSPENDED,
@@ -218,6 +229,11 @@ class LocalDescription:
     status: JobStatus
     spec: dict[str, Any]
 
+    @property
+    def diagnoses(self) -> builtins.list[Any]:
+        """None: a local replica does not wait for a place to run."""
+        return []
+
     def status_lines(self) -> list[str]:
         """The summary, a line per replica, and the failure with the failed replica's last lines."""
         s = self.status
@@ -243,6 +259,7 @@ class LocalBackend:
     """Jobs as processes on this machine (`backends.base.Backend`)."""
 
     name = "local"
+    metrics_in_output = False  # samples go to files of their own (KUBETRAIN_METRICS_FILE), read by `metrics`
 
     def __init__(
         self,
@@ -301,7 +318,8 @@ class LocalBackend:
                 fit=fit,
                 folders=folders,
             )
-            return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings))
+            return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings),
+                             plan_notes=LAYOUT)
         events = RunEvents(on_event, on_status)
         self.sweep_expired()
         job_id, record = self._create(job, base_dir, check_programs=True)
@@ -329,7 +347,10 @@ class LocalBackend:
             # Pending forever: it is ended, with the reason. A job its supervisor ran is not touched.
             self._not_started(job_id, exc)
             raise
-        return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings)
+        status = self._status(job_id)
+        # The supervisor, attached in this process, handles SIGINT itself and records why it cancelled.
+        by_ctrl_c = status.phase is JobPhase.CANCELLED and status.message == BY_CTRL_C
+        return RunResult(job_id, self.name, status=status, warnings=warnings, interrupted=by_ctrl_c)
 
     def _not_started(self, job_id: str, exc: BaseException) -> None:
         """End a job still Pending because starting it failed with `exc` (nothing of it runs)."""
@@ -491,6 +512,24 @@ class LocalBackend:
         if record is None:
             raise LocalError(f"job {job_id} has no launch record")
         return record
+
+    def processes(self, job_id: str) -> JobProcesses:
+        """Each replica process as its supervisor starts it: argv, whole env, its role's folder."""
+        record = self.launch_record(job_id)
+        return JobProcesses(record.job_id, [
+            ReplicaProcess(p.key, list(p.argv), dict(p.env), record.cwd_of(record.replica_of(p.key).role))
+            for p in record.processes
+        ])
+
+    def framework(self, job_id: str) -> str:
+        """From the spec the job was submitted with (one read of the store)."""
+        spec = json.loads(self.store.get_spec_json(self._resolve(job_id)))
+        inner = spec.get("spec") if isinstance(spec, dict) else None
+        return str(inner.get("framework") or "") if isinstance(inner, dict) else ""
+
+    def changes(self, on_change: Callable[[], None]) -> StoreChanges:
+        """A commit to the job store by anyone (a supervisor, another command), seen by `PRAGMA data_version`."""
+        return StoreChanges(self.store.db_path, on_change).start()
 
     def _stored_record(self, job_id: str) -> LaunchRecord | None:
         text = self.store.get_plan_json(job_id)

@@ -22,20 +22,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...backends.local.backend import LocalBackend
+    from ...backends.base import open_backend
 
-    with LocalBackend() as backend:
-        record = backend.launch_record(args.job)
-    procs = list(record.processes)
+    with open_backend() as backend:  # this machine's jobs: a cluster's replica is a pod (kubectl exec)
+        found = backend.processes(args.job)
+    procs = found.processes
     if not procs:
-        raise CliError(f"job {record.job_id} has no replica processes")
+        raise CliError(f"job {found.job_id} has no replica processes")
     chosen = next((p for p in procs if p.key == args.replica), None) if args.replica else procs[0]
     if chosen is None:
         keys = ", ".join(p.key for p in procs)
-        raise CliError(f"no replica {args.replica!r} in job {record.job_id}; replicas: {keys}")
+        raise CliError(f"no replica {args.replica!r} in job {found.job_id}; replicas: {keys}")
     argv = [sys.executable if chosen.argv[0] == "python" else chosen.argv[0], *chosen.argv[1:]]
     command = shlex.join(argv)
-    cwd = record.cwd_of(record.replica_of(chosen.key).role) or os.getcwd()  # the role's own folder
+    cwd = chosen.cwd or os.getcwd()  # the role's own folder
     if args.print:
         for name, value in sorted(chosen.env.items()):
             if name.isidentifier() and name.isascii():
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cd {shlex.quote(cwd)}")
         print(command)
         return 0
-    say(f"replica {chosen.key} of {record.job_id}: its environment is set; run its program with:\n  {command}")
+    say(f"replica {chosen.key} of {found.job_id}: its environment is set; run its program with:\n  {command}")
     shell = os.environ.get("SHELL", "/bin/sh")
     os.chdir(cwd)
     os.execvpe(shell, [shell], {**os.environ, **chosen.env})

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_job_ids(p)
+    add_job_ids(p, "cancel")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from ..output import emit
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", metavar="ID", help="job id (locally, an unambiguous prefix will do)")
     add_output(p, ["json", "yaml"])
-    add_backend(p)
+    add_backend(p, "describe")
 
 
 def run(args: argparse.Namespace) -> int:

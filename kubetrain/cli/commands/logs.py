@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prefix", action="store_true", help="omit the [role-index] prefix")
     p.add_argument("--previous", action="store_true", help="Kubernetes: the container before its last restart")
     add_raw(p)
-    add_backend(p)
+    add_backend(p, "logs")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-rank", action="store_true", help="a row per metric and rank (default: the first rank's)")
     p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files under DIR (a run per rank)")
     add_output(p, ["table", "csv", "json"], "table")
-    add_backend(p)
+    add_backend(p, "metrics")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,19 +19,18 @@ from ...progress import MetricLines, Progress
 from ..errors import CliError
 from ..options import (
     add_backend,
-    add_flavor,
     add_output,
     add_overrides,
     add_raw,
     backend_flags,
-    backend_of,
+    backend_options,
     errors_at_source,
     open_backend_for,
 )
 from ..output import emit, say
 
 if TYPE_CHECKING:
-    from ...backends.base import RunEvent, RunResult
+    from ...backends.base import BackendOptions, RunEvent, RunResult
     from ...foreign.base import Conversion
     from ...jobspec import TrainJob
     from ...terminal import OutputSink
@@ -77,33 +76,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "nothing runs. In the launch plan each process gets the top-level env plus its own; an env value "
         "written as a list is its pieces joined, {ref: NAME} standing for sharedValues.NAME",
     )
-    add_flavor(
-        p,
-        default=None,
-        help_text="Kubernetes engine (default: jobset where its controller runs, else job). A foreign file "
-        "(PyTorchJob, JobSet, Volcano Job, DeepSpeedJob, ...) whose kind the cluster serves is submitted as written, "
-        "for its own controller, unless a flavor is named or --convert is given",
-    )
-    p.add_argument(
-        "--convert",
-        action="store_true",
-        help="Kubernetes: convert a foreign file into a TrainJob and render it for a flavor, even where the cluster "
-        "runs its kind's controller (default there: the document as written, kubetrain's labels added)",
-    )
     p.add_argument("--framework", help=f"quick form: {'|'.join(FRAMEWORKS)}")
     p.add_argument("--replicas", type=int, help="quick form: number of replicas")
     p.add_argument("--procs-per-replica", help="quick form: processes per replica (a number or auto)")
     p.add_argument("--name", help="quick form: job name (default: from the program)")
-    p.add_argument(
-        "--preload",
-        metavar="MODULES",
-        help="local: modules that Python replicas import once, in a process that then forks each replica "
-        "(default: torch for pytorch jobs, none otherwise; 'none' turns it off); see README, Local backend",
-    )
     p.add_argument("-q", "--quiet", action="store_true", help="no kubetrain messages, only the replicas' output")
     add_raw(p)
     add_output(p, ["yaml", "json"], None)
-    add_backend(p)
+    add_backend(p, "run")  # with each backend's options for run: --flavor, --convert, --preload, ...
 
 
 def quick_document(args: argparse.Namespace) -> dict[str, Any]:
@@ -134,18 +114,7 @@ def quick_document(args: argparse.Namespace) -> dict[str, Any]:
     return {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
 
 
-def preload_modules(text: str | None) -> list[str] | None:
-    """`--preload torch,numpy` → the modules; 'none' or '' → []; not given → None (the backend's default)."""
-    if text is None:
-        return None
-    modules = [m.strip() for m in text.split(",") if m.strip() and m.strip() != "none"]
-    for m in modules:
-        if not all(part.isidentifier() for part in m.split(".")):
-            raise CliError(f"--preload: {m!r} is not a module name (give e.g. torch or torch,numpy)", EXIT_USAGE)
-    return modules
-
-
-def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
+def load_job(args: argparse.Namespace, options: BackendOptions) -> tuple[TrainJob, Conversion | None]:
     """The job of this command line: its file (relative paths against the file's folder), or the quick form
     (against the current folder); with the Conversion of a foreign kind, for errors that name its fields."""
     from ...jobspec import SpecError, from_dict
@@ -166,7 +135,7 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
         except SpecError as exc:
             # A foreign file kubetrain cannot convert may still run as written where the cluster runs its kind:
             # the Kubernetes backend submits it then, and raises this error otherwise.
-            if backend_of(args) != "kubernetes" or args.convert or args.flavor:
+            if not options.runs_as_written:
                 raise
             from ...foreign.loader import as_written_stand_in
 
@@ -177,19 +146,14 @@ def load_job(args: argparse.Namespace) -> tuple[TrainJob, Conversion | None]:
     return from_dict(quick_document(args), overrides=args.overrides), None
 
 
-def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """What `run` adds to the backend's options: the local preload, the Kubernetes flavor."""
-    if backend_of(args) == "local":
-        return {"preload": preload_modules(args.preload)}
-    return {"flavor": args.flavor, "convert": args.convert}
-
-
 def run(args: argparse.Namespace) -> int:
+    from ...backends.base import open_backend
     from ..options import relaxation_lines
 
-    job, conversion = load_job(args)
-    if backend_of(args) == "local" and not args.quiet:  # on Kubernetes the render says each relaxation
-        for line in relaxation_lines(job, conversion, "local"):
+    options = backend_options(args)
+    job, conversion = load_job(args, options)
+    if not args.quiet:  # where pods run them, the render says each relaxation
+        for line in relaxation_lines(job, conversion, options):
             print(f"warning: {line}", file=sys.stderr)
     from ...terminal import OutputSink
 
@@ -206,10 +170,10 @@ def run(args: argparse.Namespace) -> int:
             terminal.note(f"kubetrain: {text}")  # above the status line, never inside it
             terminal.flush()
 
-    with errors_at_source(conversion), open_backend_for(args, **backend_options(args)) as backend:
+    with errors_at_source(conversion), open_backend(options) as backend:
         try:
             if live is not None:
-                live.start()
+                live.start(backend.metrics_in_output)
             result = backend.run(
                 job,
                 detach=args.detach,
@@ -247,9 +211,9 @@ class LiveStatus:
     makes each change, on Kubernetes from the watch that follows the job (pods scheduled, pulling, starting).
     Nothing polls the job's status and no message text is read. Both backends send these events; a backend
     that sent none would leave the line with what the output sink tells (replicas, elapsed time, metrics),
-    so there is no fallback poller. Locally the metrics come from the job's files, read by a thread with a
-    backend of its own once the `created` event has named the job; on Kubernetes they come with the output
-    (`MetricLines`).
+    so there is no fallback poller. Where the metrics come with the output (`Backend.metrics_in_output`: on
+    Kubernetes) `MetricLines` takes them from it; elsewhere (locally: the job's files) a thread reads them
+    with a backend of its own once the `created` event has named the job.
 
     `on_status` runs in the thread that runs the job (the local supervisor's control loop), so it only
     records and wakes the drawing thread: a terminal that stops reading never holds the job."""
@@ -260,13 +224,16 @@ class LiveStatus:
         self.progress = Progress()
         self._stop = threading.Event()
         self._changed = threading.Event()
+        self._metrics_in_output = False
 
     def on_status(self, event: RunEvent) -> None:
         self.progress.event(event)
         if event.kind == "status":
             self._changed.set()
 
-    def start(self) -> None:
+    def start(self, metrics_in_output: bool) -> None:
+        """Draw the line; read the metrics unless they come with the output (`Backend.metrics_in_output`)."""
+        self._metrics_in_output = metrics_in_output
         self.terminal.status_line = lambda: self.progress.line(max(20, shutil.get_terminal_size().columns - 1))
         for target in (self._draw, self._follow_metrics):
             threading.Thread(target=target, name=f"kubetrain-status{target.__name__}", daemon=True).start()
@@ -288,10 +255,10 @@ class LiveStatus:
             self.terminal.redraw_status()
 
     def _follow_metrics(self) -> None:
-        # On Kubernetes the samples come with the output stream (`MetricLines`): no second stream is opened.
+        # Samples that come with the output stream reach the line through `MetricLines`: no second stream.
         self.progress.job_known.wait()
         job_id = None if self._stop.is_set() else self.progress.job_id
-        if job_id is None or backend_of(self.args) != "local":
+        if job_id is None or self._metrics_in_output:
             return
         # The line is a convenience: a failure to read the metrics never fails the run.
         with contextlib.suppress(Exception), open_backend_for(self.args) as backend:
@@ -305,10 +272,8 @@ def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: flo
     """What the terminal shows once `run` returns, and the exit status."""
     job_id, quiet, again = result.job_id, args.quiet, backend_flags(args)
     if result.plan is not None:
-        if args.output is None and result.backend == "local":  # how to read it, for a person (a YAML comment)
-            from ...backends.local.launch import LAYOUT
-
-            print("".join(f"# {line}\n" for line in LAYOUT.splitlines()), end="")
+        if args.output is None and result.plan_notes:  # how to read it, for a person (a YAML comment)
+            print("".join(f"# {line}\n" for line in result.plan_notes.splitlines()), end="")
         emit(result.plan, args.output or "yaml")
         return 0
     if result.dry_run is not None:

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = "example: kubetrain scale demo-x7k2 --replicas 3"
     p.add_argument("job", metavar="ID", help="job id (locally, an unambiguous prefix will do)")
     p.add_argument("--replicas", type=_count, required=True, metavar="N", help="the number of workers wanted")
-    add_backend(p)
+    add_backend(p, "scale")
 
 
 def run(args: argparse.Namespace) -> int:

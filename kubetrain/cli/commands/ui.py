@@ -14,11 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from ...contract.choices import BACKEND_ALIASES, BACKENDS
+from ...contract.choices import DEFAULT_BACKEND
 from ...contract.env_names import UI_TOKEN
 from ...ui.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from ..errors import CliError
-from ..options import add_cluster, open_backend_for
+from ..options import add_backend, backend_options
 
 EPILOG = f"""\
 the key to the page:
@@ -79,13 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_IDLE_TIMEOUT,
         help=f"close a connection that sends no whole request within SECONDS (default: {DEFAULT_IDLE_TIMEOUT:g})",
     )
-    p.add_argument(
-        "--backend",
-        action="append",
-        choices=[*BACKENDS, *BACKEND_ALIASES],
-        help="whose jobs to show; repeat for several (default: local)",
-    )
-    add_cluster(p)
+    add_backend(p, "ui", help_text=f"whose jobs to show; repeat for several (default: {DEFAULT_BACKEND})", several=True)
 
 
 def chosen_token(args: argparse.Namespace) -> str | None:
@@ -117,7 +111,7 @@ def chosen_token(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...backends.base import backend_name
+    from ...backends.base import backend_name, open_backend
     from ...ui import INSTALL_HINT, missing_dependencies
 
     missing = missing_dependencies()
@@ -130,14 +124,11 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.idle_timeout < 86400:
         raise CliError(f"--idle-timeout {args.idle_timeout:g}: give seconds above 0 and below a day", code=2)
     token = chosen_token(args)
-    names = list(dict.fromkeys(backend_name(b) for b in (args.backend or ["local"])))
+    names = list(dict.fromkeys(backend_name(b) for b in (args.backend or [DEFAULT_BACKEND])))
     from ...ui.server import serve
 
     with contextlib.ExitStack() as stack:
-        backends = []
-        for name in names:
-            one = argparse.Namespace(**{**vars(args), "backend": name})
-            backends.append(stack.enter_context(open_backend_for(one)))
+        backends = [stack.enter_context(open_backend(backend_options(args, name))) for name in names]
         return serve(
             backends,
             args.host,

@@ -14,12 +14,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ...contract.choices import BACKEND_ALIASES, BACKENDS, FLAVORS
-from ..options import add_cluster, add_overrides, open_backend_for, relaxation_lines
+from ...contract.choices import FLAVORS
+from ..options import add_backend, add_overrides, backend_of, backend_options, relaxation_lines
 from ..output import plural, say
 
 if TYPE_CHECKING:
-    from ...backends.parity.observe import Observation, Problem
+    from ...backends.base import BackendOptions, Problem, Verdict
     from ...foreign.base import Conversion
     from ...jobspec import TrainJob
 
@@ -31,22 +31,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "; '-' reads stdin (its relative paths and templates then resolve against the current folder)")
     add_overrides(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no output on success")
-    p.add_argument("--backend", choices=[*BACKENDS, *BACKEND_ALIASES],
-                   help="also check what this backend makes of the job: its refusals and warnings, all at once")
     p.add_argument("--flavor", choices=FLAVORS,
                    help="with --backend kubernetes: only this flavor (default: every flavor, saying which can run it)")
-    add_cluster(p)
+    add_backend(p, "validate",
+                help_text="also check what this backend makes of the job: its refusals and warnings, all at once")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...contract.errors import UsageError
     from ...foreign.loader import load_job_documents
     from ...jobspec import SpecError
     from ...jobspec.load import source_name
 
-    backend = _backend(args)
-    if args.flavor is not None and backend == "local":
-        raise UsageError("--flavor is a Kubernetes flavor: use it with --backend kubernetes")
+    options = _options(args)
     failed = 0
     for file in args.files:
         path = source_name(file)  # `-` is shown as <stdin>
@@ -68,90 +64,65 @@ def run(args: argparse.Namespace) -> int:
             )
             for line in conversion.warnings() if conversion is not None else ():
                 print(f"warning: {line}", file=sys.stderr)
-            if backend is None:  # with a backend, the backend's report says it (once)
+            if options is None:  # with a backend, the backend's report says it (once)
                 for line in relaxation_lines(job, conversion, None):
                     print(f"warning: {line}", file=sys.stderr)
-            if backend is not None and not _check(backend, path, job, args.flavor, conversion, quiet=args.quiet):
+            elif not _check(options, path, job, conversion, quiet=args.quiet):
                 failed += 1
-    if backend == "kubernetes" and not args.quiet:
-        _cluster_report(args)
+    if options is not None and not args.quiet:
+        lines, note = options.survey()  # on Kubernetes, with a cluster to ask: what it can run
+        for line in lines:
+            print(line)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     return 2 if failed else 0
 
 
-def _cluster_report(args: argparse.Namespace) -> None:
-    """With a cluster to ask (a kubeconfig: --kubeconfig, --context, $KUBECONFIG or ~/.kube/config): what it can run,
-    engine by engine, and which only have their CRDs. Validation needs no cluster: one not reached is a note."""
-    import os
-    from pathlib import Path
+def _options(args: argparse.Namespace) -> BackendOptions | None:
+    """The options of the backend to check against: `--backend`'s, or the backend whose options have a flavor
+    when only `--flavor` is given; None for the schema alone."""
+    import dataclasses
 
-    from ...backends.kubernetes.client.retry import RetryPolicy
+    from ...backends.base import options_classes
+    from ...contract.errors import UsageError
 
-    home_config = (Path.home() / ".kube" / "config").is_file()
-    if not (args.kubeconfig or args.context or os.environ.get("KUBECONFIG") or home_config):
-        return
-    try:
-        with open_backend_for(args, retry=RetryPolicy(attempts=1)) as cluster:
-            lines = cluster.engines()  # type: ignore[attr-defined]
-    except Exception as exc:  # validation stands without a cluster
-        print(f"note: no cluster asked what it can run ({type(exc).__name__}: {exc})", file=sys.stderr)
-        return
-    print("what this cluster can run:")
-    for line in lines:
-        print(f"  {line}")
-
-
-def _backend(args: argparse.Namespace) -> str | None:
+    with_flavor = [cls for cls in options_classes().values()
+                   if "flavor" in {f.name for f in dataclasses.fields(cls)}]
     if args.backend is None:
-        return "kubernetes" if args.flavor is not None else None
-    from ...backends.base import backend_name
-
-    return backend_name(args.backend)
-
-
-def _check(
-    backend: str, path: str, job: TrainJob, flavor: str | None, conversion: Conversion | None, *, quiet: bool
-) -> bool:
-    """Report what `backend` makes of `job`; False when it refuses it."""
-    if backend == "local":
-        return _check_local(path, job, conversion, quiet=quiet)
-    return _check_kubernetes(path, job, flavor, conversion, quiet=quiet)
+        return backend_options(args, with_flavor[0].backend) if args.flavor is not None else None
+    options = backend_options(args, backend_of(args))
+    if args.flavor is not None and type(options) not in with_flavor:
+        owner = with_flavor[0]
+        raise UsageError(f"--flavor is a {owner.title} flavor: use it with --backend {owner.backend}")
+    return options
 
 
-def _check_local(path: str, job: TrainJob, conversion: Conversion | None, *, quiet: bool) -> bool:
-    from ...backends.parity.observe import observe_local
-
-    seen = observe_local(job)
-    warnings = [*seen.warnings, *relaxation_lines(job, conversion, "local")]
-    _report(path, "the local backend", job, seen, conversion, quiet=quiet, fatal=True, warnings=warnings)
-    return not seen.refused
-
-
-def _check_kubernetes(
-    path: str, job: TrainJob, flavor: str | None, conversion: Conversion | None, *, quiet: bool
-) -> bool:
-    from ...backends.parity.observe import observe_flavor
-
-    seen = [observe_flavor(job, name) for name in ([flavor] if flavor is not None else FLAVORS)]
-    able = [one.backend for one in seen if not one.refused]
-    # A warning several flavors give (a pod template's security relaxations, say) is printed once, naming them.
-    flavors_of: dict[str, list[str]] = {}
-    for one in seen:
-        for warning in one.warnings if not one.refused else ():
-            flavors_of.setdefault(warning, []).append(one.backend)
-    for one in seen:  # a flavor's refusal is an error when no flavor can run the job
-        own = [w for w in one.warnings if len(flavors_of.get(w, ())) == 1]
-        _report(path, f"flavor {one.backend}", job, one, conversion, quiet=quiet, fatal=not able, warnings=own)
+def _check(options: BackendOptions, path: str, job: TrainJob, conversion: Conversion | None, *, quiet: bool) -> bool:
+    """Report what the backend makes of `job`, each way it could run it (each flavor): False when it refuses it
+    (every way refuses)."""
+    verdicts = options.verdicts(job)
+    able = [one.backend for one in verdicts if not one.refused]
+    extra = relaxation_lines(job, conversion, options)  # where no pod runs the template: said once
+    # A warning several ways give (a pod template's security relaxations, say) is printed once, naming them.
+    given_by: dict[str, list[str]] = {}
+    for one in verdicts:
+        for warning in dict.fromkeys(one.warnings) if not one.refused else ():
+            given_by.setdefault(warning, []).append(one.backend)
+    for one in verdicts:  # a refusal is an error when no way can run the job
+        own = [w for w in one.warnings if len(given_by.get(w, ())) == 1]
+        _report(path, one.label, job, one, conversion, quiet=quiet, fatal=not able, warnings=[*own, *extra])
+    kind = verdicts[0].kind if verdicts else "backend"
     shared: dict[tuple[str, ...], list[str]] = {}
-    for warning, names in flavors_of.items():
+    for warning, names in given_by.items():
         if len(names) > 1:
             shared.setdefault(tuple(names), []).append(warning)
-    for flavors, common in shared.items():
-        say(f"{path}: flavors {', '.join(flavors)} each give {plural(len(common), 'warning')}:")
+    for ways, common in shared.items():
+        say(f"{path}: {kind}s {', '.join(ways)} each give {plural(len(common), 'warning')}:")
         for warning in common:
             say(f"  warning: {warning}")
-    if flavor is None:
+    if len(verdicts) > 1:
         which = ", ".join(able) if able else "none"
-        message = f"{path}: flavors that can run {job.name}: {which}"
+        message = f"{path}: {kind}s that can run {job.name}: {which}"
         if able:
             say(message, quiet=quiet)
         else:
@@ -163,7 +134,7 @@ def _report(
     path: str,
     backend: str,
     job: TrainJob,
-    seen: Observation,
+    seen: Verdict,
     conversion: Conversion | None,
     *,
     quiet: bool,
