@@ -27,8 +27,8 @@ from kubetrain.jobspec import from_dict
 from tests.support.cluster import FAST_RETRY, Cluster, emulated, job_doc  # noqa: F401
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kubetrain" / "backends" / "kubernetes"
-VERBS = ["run", "status", "describe", "list", "logs", "cancel", "suspend", "resume", "delete", "close",
-         "__enter__", "__exit__"]
+VERBS = ["run", "status", "describe", "list", "logs", "metrics", "cancel", "suspend", "resume", "scale", "delete",
+         "changes", "framework", "processes", "close", "__enter__", "__exit__"]
 
 
 def _shape(fn: object) -> list[tuple[str, object, object]]:
@@ -182,3 +182,31 @@ def test_the_kubernetes_backend_never_imports_the_local_one() -> None:
 
 def test_the_backend_registry_opens_this_class() -> None:
     assert base.BACKENDS["kubernetes"] == f"{KubernetesBackend.__module__}:{KubernetesBackend.__name__}"
+
+
+def test_what_a_caller_reads_of_a_job_comes_through_the_protocol(emulated: Cluster) -> None:
+    """The web view's job page, table and feed, and `kubetrain attach`, ask the protocol, never the backend's
+    insides: the spec as submitted (the root object without what the API server keeps beside it), the
+    framework (from the objects, then from what a change feed's watches hold) and a change feed that fires."""
+    import threading
+
+    backend = emulated.backend()
+    sub = backend.submit(emulated.job("protocol"), flavor="job")
+    spec = backend.describe(sub.name).spec
+    assert spec is not None and spec["kind"] == "Job" and spec["metadata"]["name"] == sub.root["metadata"]["name"]
+    assert "status" not in spec and "managedFields" not in spec["metadata"]
+    assert list(backend.describe(sub.name).diagnoses) == []  # nothing waits: no pod yet, nothing said
+    assert backend.framework(sub.name) == "pytorch"  # no feed running: read from its objects
+    changed = threading.Event()
+    feed = backend.changes(changed.set)
+    try:
+        assert changed.wait(10), "the feed's first list is a change"
+        changed.clear()
+        emulated.start_pods(backend, "job", sub.name)
+        assert changed.wait(10), "pods created: a change"
+        assert backend.framework(sub.name) == "pytorch"  # from the watches' objects
+        assert feed.error is None
+    finally:
+        feed.stop()
+    with pytest.raises(UsageError, match=r"a pod of the cluster, not a process here: .*kubectl exec -it -n "):
+        backend.processes(sub.name)

@@ -86,13 +86,14 @@ def _options(args: argparse.Namespace) -> BackendOptions | None:
     from ...backends.base import options_classes
     from ...contract.errors import UsageError
 
-    with_flavor = [cls for cls in options_classes().values()
-                   if "flavor" in {f.name for f in dataclasses.fields(cls)}]
+    def has_flavors(cls: type[BackendOptions]) -> bool:
+        return "flavor" in {f.name for f in dataclasses.fields(cls)}
+
+    owner = next(cls for cls in options_classes().values() if has_flavors(cls))
     if args.backend is None:
-        return backend_options(args, with_flavor[0].backend) if args.flavor is not None else None
+        return backend_options(args, owner.backend) if args.flavor is not None else None
     options = backend_options(args, backend_of(args))
-    if args.flavor is not None and type(options) not in with_flavor:
-        owner = with_flavor[0]
+    if args.flavor is not None and not has_flavors(type(options)):
         raise UsageError(f"--flavor is a {owner.title} flavor: use it with --backend {owner.backend}")
     return options
 
