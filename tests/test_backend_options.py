@@ -9,6 +9,7 @@ import dataclasses
 import importlib
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,3 +106,16 @@ def test_open_backend_takes_the_options_which_name_their_backend() -> None:
         assert backend.preload == ("decimal",)  # type: ignore[attr-defined]
     with pytest.raises(UsageError, match="LocalOptions are not the options of the kubernetes backend"):
         open_backend("k8s", LocalOptions())
+
+
+def test_kubetrain_run_takes_the_options_as_its_backend(tmp_path: Path) -> None:
+    """The Python API as the CLI: the options name the backend; a client dry run says how to read its plan."""
+    import kubetrain
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    job = kubetrain.from_dict({"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": "opt"},
+                               "spec": {"framework": "generic", "replicas": 2, "run": {"python": ["train.py"]}}})
+    result = kubetrain.run(job, backend=LocalOptions(preload=[]), dry_run="client", base_dir=str(tmp_path))
+    assert result.backend == "local" and result.plan is not None and len(result.plan["replicas"]) == 2
+    assert result.plan["preload"] == []  # the option reached the backend
+    assert result.plan_notes is not None and "sharedValues" in result.plan_notes  # the layout, for a person
