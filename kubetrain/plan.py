@@ -19,7 +19,9 @@ from functools import cached_property
 from typing import Any
 
 from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
-from .jobspec import JobSpec, ReplicaSettings, TrainJob
+from .frameworks.controllers import ContractContext, contract_of
+from .frameworks.launchers import DEEPSPEED, HOROVODRUN, MPIRUN, TORCHRUN, run_launcher
+from .jobspec import FieldError, JobSpec, ReplicaSettings, SpecError, TrainJob
 from .jobspec.pod_template import with_template_defaults
 from .restart_policy import RestartRules
 
@@ -37,6 +39,8 @@ class ProcessPlan:
     env: dict[str, str]
     """The framework's env (the user's env list is the backend's to add, see the module doc)."""
     local_rank: int = 0
+    entrypoint: bool = False
+    """`argv` are the arguments of the image's ENTRYPOINT (`run.entrypoint`): nothing a local run can start."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,9 @@ class ReplicaPlan:
     host: str
     processes: tuple[ProcessPlan, ...]
     settings: ReplicaSettings
+    pod_fields: dict[str, str] = field(default_factory=dict)
+    """What the downward API reads in this replica's pod (`metadata.labels['k']`, `metadata.name`): a
+    controller's labels and annotations; a backend adds its own (the address)."""
 
     @property
     def key(self) -> str:
@@ -67,6 +74,18 @@ class Plan:
     files: dict[str, str] = field(default_factory=dict)
     files_dir: str = FILES_DIR_PLACEHOLDER
     restart: RestartRules = field(default_factory=RestartRules)
+    paths: dict[str, str] = field(default_factory=dict)
+    """Files a controller places at absolute paths (`/etc/volcano/worker.host`) → content (`spec.controller`)."""
+    names: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Host names the controller makes resolvable → the replica (role, index) each names."""
+    local_problems: tuple[FieldError, ...] = ()
+    """What a local run cannot do as the controller would (refused up front by the local backend)."""
+
+    @property
+    def controller(self) -> bool:
+        """The job runs under a controller's contract (`spec.controller`): its env is the controller's, which a
+        pod gets after the user's own."""
+        return self.job.spec.controller is not None
 
     @cached_property
     def replicas(self) -> tuple[ReplicaPlan, ...]:
@@ -187,11 +206,16 @@ def plan(
     name: str | None = None,
     files_dir: str = FILES_DIR_PLACEHOLDER,
     launcher_procs: bool = True,
+    native_controller: bool = False,
+    paths_root: str = "",
 ) -> Plan:
     """Wire every role of `job` over `topology` (default: `default_topology`).
 
     `launcher_procs`: kubetrain starts each of a replica's processes itself (local: no launcher importing
     torch); False leaves that to a launcher inside the replica (torchrun), as on Kubernetes.
+    A job with `spec.controller` is wired by that controller's contract: `native_controller` says the engine
+    running the pods is that very controller (it gives its variables and files itself), `paths_root` where the
+    files it places at absolute paths are (locally, a folder standing for `/`; on Kubernetes "").
     """
     if job.unconverted is not None:
         # A stand-in for a foreign document that can only be submitted as written (`TrainJob.with_source`):
@@ -200,19 +224,32 @@ def plan(
     spec = job.spec
     job_name = name or job.name
     topology = topology or default_topology(job)
-    wire = support_of(spec.framework).wire
+    controller = spec.controller
+    contract = contract_of(controller) if controller is not None else None
     wirings: list[RoleWiring] = []
     files: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    names: dict[str, tuple[str, int]] = {}
+    problems: list[FieldError] = []
     settings_of = {role: settings_for(spec, role) for role in topology.roles}
     role_procs = {role: procs_per_replica(settings) for role, settings in settings_of.items()}
     for role in topology.roles:
         settings = settings_of[role]
         ctx = WireContext(
-            job_name, spec, role, settings, topology, role_procs[role], launcher_procs, files_dir, role_procs
+            job_name, spec, role, settings, topology, role_procs[role], launcher_procs, files_dir, role_procs,
+            job.metadata.namespace, dict(job.metadata.annotations), paths_root,
         )
-        wiring = wire(ctx)
+        if contract is not None and controller is not None:
+            cctx = ContractContext(ctx, controller, native_controller)
+            wiring = contract.wire(cctx)
+            problems += contract.local_problems(cctx)
+        else:
+            _refuse_nested_launchers(ctx)
+            wiring = support_of(spec.framework).wire(ctx)
         wirings.append(wiring)
         files.update(wiring.files)
+        paths.update(wiring.paths)
+        names.update({host: (role, index) for host, index in wiring.names.items()})
     rules = restart_rules(spec, topology.roles)
     return Plan(
         job,
@@ -224,7 +261,43 @@ def plan(
         files,
         files_dir,
         rules,
+        paths,
+        names,
+        tuple(problems),
     )
+
+
+_WRAPPED_BY = {"mpi": (MPIRUN, HOROVODRUN), "deepspeed": (DEEPSPEED,)}
+"""Launchers a framework starts itself around the program: the same launcher in `run` would run inside it."""
+
+
+def _refuse_nested_launchers(ctx: WireContext) -> None:
+    """No launcher inside a launcher. A `run` that already is torchrun runs as written (pytorch and deepspeed
+    give it its options as PET_* variables); one that is the launcher the framework starts itself (mpirun in an
+    MPI job, deepspeed in a DeepSpeed job), or any launcher where kubetrain would start several copies of it or
+    wrap it in torchrun, is refused with the way to say it: `run.customCommand`, the job's own launch line."""
+    run = ctx.settings.run
+    launcher = run_launcher(run)
+    if launcher is None or run is None or run.custom_command is not None:
+        return
+    framework = ctx.spec.framework.value
+    elastic = ctx.spec.elastic is not None and framework in ("pytorch", "deepspeed")
+    if launcher == TORCHRUN and framework in ("pytorch", "deepspeed"):
+        return  # unwrapped: pytorch's wiring runs it as written with the PET_* variables
+    form = "module" if run.module is not None else "exec"
+    where = ("spec", "roles", ctx.role, "run", form) if ctx.spec.roles and ctx.role in ctx.spec.roles and (
+        ctx.spec.roles[ctx.role].run is not None) else ("spec", "run", form)
+    if launcher in _WRAPPED_BY.get(framework, ()):
+        why = f"kubetrain's {framework} framework starts {launcher} itself, so the job would run {launcher} " \
+              f"inside {launcher}"
+    elif elastic or ctx.procs > 1:
+        why = f"kubetrain starts {'torchrun' if elastic else f'{ctx.procs} processes'} per replica around it, " \
+              f"so each replica would run {'a launcher inside a launcher' if elastic else f'{ctx.procs} {launcher}s'}"
+    else:
+        return
+    raise SpecError([FieldError(where, f"starts {launcher}, and {why}",
+                                hint="give your own launch line as run.customCommand (kubetrain then starts it as "
+                                     "written, with the framework's variables), or give the program alone")])
 
 
 def restart_rules(spec: JobSpec, roles: Iterable[str]) -> RestartRules:
@@ -258,14 +331,19 @@ def settings_for(spec: JobSpec, role: str) -> ReplicaSettings:
 
 def _replica(role: str, index: int, wiring: RoleWiring, topology: Topology, settings: ReplicaSettings) -> ReplicaPlan:
     host = topology.host(role, index)
-    base = {k: resolve(v, index, topology) for k, v in wiring.env.items()}
+    own = wiring.env_by_index.get(index, {})
+    base = {k: resolve(v, index, topology) for k, v in {**wiring.env, **own}.items()}
     processes = []
     many = len(wiring.processes) > 1
     for proc in wiring.processes:
         env = {**base, **{k: resolve(v, index, topology) for k, v in proc.env.items()}}
         key = f"{role}-{index}.{proc.local_rank}" if many else f"{role}-{index}"
-        processes.append(ProcessPlan(key, proc.argv, env, proc.local_rank))
-    return ReplicaPlan(role, index, host, tuple(processes), settings)
+        processes.append(ProcessPlan(key, proc.argv, env, proc.local_rank, proc.entrypoint))
+    fields = {f"metadata.labels['{k}']": resolve(v, index, topology) for k, v in wiring.labels.items()}
+    fields.update({f"metadata.annotations['{k}']": resolve(v, index, topology) for k, v in wiring.annotations.items()})
+    if wiring.pod_name is not None:
+        fields["metadata.name"] = resolve(wiring.pod_name, index, topology)
+    return ReplicaPlan(role, index, host, tuple(processes), settings, fields)
 
 
 __all__ = [

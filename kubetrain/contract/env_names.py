@@ -24,6 +24,10 @@ RANK0_HOST = "KUBETRAIN_RANK0_HOST"
 """generic jobs: the host of the first replica of the first role, where a coordinator usually listens (the
 other frameworks name it their own way: MASTER_ADDR, TF_CONFIG's chief, JAX_COORDINATOR_ADDRESS); what a
 TorchX AppDef's ${rank0_env} names."""
+FILES_ROOT = "KUBETRAIN_FILES_ROOT"
+"""Locally, a job run under a controller's contract (`spec.controller`): the folder that stands for `/` for the
+files that controller places in a pod (`$KUBETRAIN_FILES_ROOT/etc/volcano/worker.host`). Unset on
+Kubernetes, where they are at their own paths."""
 
 # -- what a replica may have on Kubernetes -----------------------------------------------------------
 NAMESPACE = "KUBETRAIN_NAMESPACE"
@@ -61,6 +65,7 @@ UI_TOKEN = "KUBETRAIN_UI_TOKEN"
 __all__ = [
     "CLUSTER",
     "DEBUG_DIR",
+    "FILES_ROOT",
     "FRAMEWORK",
     "HOME",
     "HOSTFILE",

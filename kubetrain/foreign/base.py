@@ -150,6 +150,13 @@ class SourceWalker:
         self._consume(key, "approximated", target, reason)
         return value
 
+    def note(self, path: str | Path, target: str, reason: str = "") -> None:
+        """Note that `path` (present) went to `target` without consuming it: what its absence below it means (a
+        container with no command runs its image's entrypoint), said at its line; its own fields are still to
+        be taken one by one."""
+        key = parse_path(path)
+        self._notes.append(FieldNote(dotted(key), "mapped", target, reason, self.line(key), self._other_file(key)))
+
     def refuse(self, path: str | Path, reason: str) -> None:
         """Consume the subtree at `path`, noting it "refused" with why (nothing when absent)."""
         key = parse_path(path)

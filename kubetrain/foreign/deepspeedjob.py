@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..jobspec.model import API_VERSION, KIND
-from .base import FieldTree, SimpleKind, SourceWalker, refuse_status, take_header, take_metadata
+from .base import FieldTree, SimpleKind, SourceWalker, refuse_status, take_metadata
 from .pod_template import lift_job_level, pod_template_fields, split_pod_template
 
 API_VERSIONS = ("batch.tensorstack.dev/v1beta1",)
@@ -35,7 +35,8 @@ def fields() -> FieldTree:
             "runPolicy": {"activeDeadlineSeconds": None, "backoffLimit": None, "cleanUpPolicy": None},
             "runMode": {
                 "immediate": None,
-                "debug": {"enable": None, "replicaSpecs": {"type": None, "skipInitContainer": None, "command": None}},
+                "debug": {"enable": None, "enabled": None,
+                          "replicaSpecs": {"type": None, "skipInitContainer": None, "command": None}},
                 "pause": {
                     "enable": None,
                     "resumeSpecs": {"type": None, "skipInitContainer": None, "command": None, "args": None},
@@ -57,10 +58,15 @@ def fields() -> FieldTree:
 
 
 def convert(doc: Mapping[str, Any], w: SourceWalker) -> dict[str, Any]:
-    take_header(w)
+    w.take("apiVersion", "apiVersion")
+    w.take("kind", "spec.controller.kind")
     refuse_status(w)
     metadata = take_metadata(w)
-    spec: dict[str, Any] = {"framework": "deepspeed"}
+    # The job runs under T9k's contract: the deepspeed launcher's variables for every process.
+    controller: dict[str, Any] = {"apiVersion": str(doc.get("apiVersion")), "kind": "DeepSpeedJob"}
+    if metadata.get("name"):
+        controller["name"] = metadata["name"]
+    spec: dict[str, Any] = {"framework": "deepspeed", "controller": controller}
     _config(w, spec)
     _run_mode(w, spec)
     _policies(w, spec)
@@ -104,20 +110,25 @@ def _config(w: SourceWalker, spec: dict[str, Any]) -> None:
 
 
 def _run_mode(w: SourceWalker, spec: dict[str, Any]) -> None:
-    debug, pause = w.get("spec.runMode.debug.enable"), w.get("spec.runMode.pause.enable")
-    for name, value in (("debug", debug), ("pause", pause)):
+    # T9k's own examples spell the debug switch `enabled`; the reference `enable`: both are read.
+    debug_key = "enabled" if w.has("spec.runMode.debug.enabled") else "enable"
+    if w.has("spec.runMode.debug.enabled") and w.has("spec.runMode.debug.enable"):
+        w.invalid("spec.runMode.debug.enabled", "is given beside enable: give one of them",
+                  hint="keep enable (the API reference's name) or enabled (T9k's examples'), not both")
+    debug, pause = w.get(f"spec.runMode.debug.{debug_key}"), w.get("spec.runMode.pause.enable")
+    for name, value in ((f"debug.{debug_key}", debug), ("pause.enable", pause)):
         if value is not None and not isinstance(value, bool):  # "true" is text: the API server rejects it
             w.invalid(
-                f"spec.runMode.{name}.enable",
+                f"spec.runMode.{name}",
                 "must be a boolean (true or false)",
                 hint="write enable: true, unquoted (YAML 1.2: yes/on are text, not booleans)",
             )
     w.take("spec.runMode.immediate", "spec.runMode")
     if debug is True:
         spec["runMode"] = "Debug"
-        w.take("spec.runMode.debug.enable", "spec.runMode")
+        w.take(f"spec.runMode.debug.{debug_key}", "spec.runMode")
     elif debug is not None:
-        w.take("spec.runMode.debug.enable")  # false: read, and nothing set from it (no comment claims it)
+        w.take(f"spec.runMode.debug.{debug_key}")  # false: read, and nothing set from it (no comment claims it)
     if pause is True:
         if spec.get("runMode") == "Debug":
             w.refuse("spec.runMode.pause.enable", "debug is enabled too: kubetrain runs in one mode (Debug kept)")
@@ -194,6 +205,9 @@ def _policies(w: SourceWalker, spec: dict[str, Any]) -> None:
 
 def _worker(w: SourceWalker, spec: dict[str, Any]) -> None:
     custom = "customCommand" in spec.get("run", {}) and "elastic" not in spec
+    elastic = spec.get("elastic") or {}
+    expected = elastic.get("expectedReplicas") if elastic.get("enabled", True) else None
+    replicas = w.get("spec.worker.replicas")
     if custom:
         # "Custom launch commands": the command that launches the job, run once, not on every worker as the
         # training program is. kubetrain's launcher role runs it (with the hostfile, KUBETRAIN_HOSTFILE); the
@@ -201,6 +215,14 @@ def _worker(w: SourceWalker, spec: dict[str, Any]) -> None:
         # pods serve no ssh).
         workers = w.take("spec.worker.replicas", "spec.roles.worker.replicas", 1)
         spec["roles"] = {"launcher": {}, "worker": {"replicas": workers}}
+    elif expected is not None and replicas is not None and replicas != expected:
+        # T9k creates expectedReplicas workers ("Number of replicas to be created"): the job starts there.
+        w.approx(
+            "spec.worker.replicas",
+            None,
+            f"an elastic DeepSpeedJob starts with elastic.expectedReplicas ({expected}) workers, as T9k creates "
+            f"them; worker.replicas ({replicas}) is not the start size",
+        )
     elif w.has("spec.worker.replicas"):
         spec["replicas"] = w.take("spec.worker.replicas", "spec.replicas")
     # DeepSpeedJob's default is OnFailure (kubetrain's is Never): said explicitly so the job restarts the same.

@@ -76,22 +76,51 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
     metadata = take_object_metadata(walker)
     spec: dict[str, Any] = {"framework": "generic"}
     roles: dict[str, dict[str, Any]] = {}
+    templates = [("spec", "replicatedJobs", i, "template", "spec", "template")
+                 for i in walker.indexes(("spec", "replicatedJobs"))]
+    # A JobSet kubetrain rendered itself converts back to the job it was; any other runs under JobSet's
+    # contract (spec.controller): each container's command as written, with what JobSet and the Job controller
+    # give its pod (the completion index, JobSet's labels and annotations, host names).
+    contract = not any(is_kubetrain_template(walker, template) for template in templates)
+    controller_roles: dict[str, dict[str, Any]] = {}
     for i in walker.indexes(("spec", "replicatedJobs")):
         rj = ("spec", "replicatedJobs", i)
         name = walker.get((*rj, "name"))
         target = f"spec.roles.{name}"
         walker.take((*rj, "name"), f"spec.roles.{name}")
-        roles[str(name)] = _replicated_job(walker, rj, target, spec)
+        roles[str(name)] = _replicated_job(walker, rj, target, spec, controller_roles if contract else None)
     spec["roles"] = roles
-    _policies(walker, spec, roles)
+    subdomain = walker.get(("spec", "network", "subdomain")) if contract else None
+    if subdomain is not None:
+        walker.take(("spec", "network", "subdomain"), "spec.controller.subdomain")
+    _policies(walker, spec, roles, contract)
+    if contract:
+        controller: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "JobSet", "roles": controller_roles}
+        if metadata.get("name"):
+            controller["name"] = metadata["name"]
+        if subdomain is not None:
+            controller["subdomain"] = subdomain
+        spec["controller"] = controller
     return document(metadata, spec)
 
 
-def _replicated_job(walker: SourceWalker, rj: Path, target: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _replicated_job(
+    walker: SourceWalker,
+    rj: Path,
+    target: str,
+    spec: dict[str, Any],
+    controller_roles: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     jobs = int(walker.get((*rj, "replicas"), 1))
     job = (*rj, "template", "spec")
     pods = int(walker.get((*job, "parallelism"), walker.get((*job, "completions"), 1)))
     replicas = jobs * pods
+    role = target.rpartition(".")[2]
+    if controller_roles is not None:
+        # The contract keeps each pod's Job and completion index (J Jobs of P pods, indexed across them).
+        controller_roles[role] = {"name": role, **({"jobs": jobs} if jobs > 1 else {})}
+        walker.take((*rj, "replicas"), f"spec.controller.roles.{role}.jobs")
+        walker.take((*job, "parallelism"), f"{target}.replicas")
     how = f"{jobs} Jobs of {pods} pods: one role of {replicas} replicas, indexed across them"
     for part in ((*rj, "replicas"), (*job, "parallelism")):
         if jobs > 1 and walker.has(part):
@@ -150,7 +179,9 @@ def _replicated_job(walker: SourceWalker, rj: Path, target: str, spec: dict[str,
         "a Job's failed pods are replaced; kubetrain's restarts follow the JobSet's "
         "failurePolicy (runPolicy.backoffLimit)",
     )
-    converted = convert_template(walker, template, target, spec)
+    converted = convert_template(walker, template, target, spec,
+                                 port_target=f"spec.controller.roles.{role}.port" if controller_roles is not None
+                                 else None)
     framework = _kubetrain_framework(walker, template) if own else None
     if framework is not None:
         spec["framework"] = framework
@@ -181,7 +212,9 @@ def _kubetrain_framework(walker: SourceWalker, template: Path) -> str | None:
     return None
 
 
-def _policies(walker: SourceWalker, spec: dict[str, Any], roles: dict[str, dict[str, Any]]) -> None:
+def _policies(
+    walker: SourceWalker, spec: dict[str, Any], roles: dict[str, dict[str, Any]], contract: bool = False
+) -> None:
     s = ("spec",)
     run_policy: dict[str, Any] = spec.setdefault("runPolicy", {})
     fp = (*s, "failurePolicy")
@@ -223,6 +256,13 @@ def _policies(walker: SourceWalker, spec: dict[str, Any], roles: dict[str, dict[
     operator, targets = walker.get((*success, "operator")), walker.get((*success, "targetReplicatedJobs"))
     if operator in (None, "All") and not targets:
         walker.take(success, None)
+    elif contract and isinstance(targets, list) and all(t in roles for t in targets):
+        run_policy["successRoles"] = [str(t) for t in targets]
+        if operator in (None, "All"):
+            walker.take(success, "spec.runPolicy.successRoles")
+        else:
+            walker.approx(success, "spec.runPolicy.successRoles", f"operator {operator}: JobSet completes when "
+                          "one of these replicated Jobs has; kubetrain when every one of them has")
     else:
         walker.approx(success, None, "a kubetrain job succeeds when every replica that runs a program has exited 0")
     order = walker.get((*s, "startupPolicy", "startupPolicyOrder"))
@@ -246,6 +286,7 @@ def _policies(walker: SourceWalker, spec: dict[str, Any], roles: dict[str, dict[
                 "before it is ready (the replicas rendezvous by name)",
             )
     walker.approx((*net, "subdomain"), None, "kubetrain names the subdomain (and its headless Service) after the job")
+    # (under JobSet's contract the subdomain was taken above, as spec.controller.subdomain)
     for name in ("suspend", "ttlSecondsAfterFinished"):
         value = walker.take((*s, name), f"spec.runPolicy.{name}")
         if value is not None:

@@ -194,16 +194,24 @@ def take_program(
     kubetrain_own: bool = False,
     transform: Transform | None = None,
     note: str | None = None,
+    entrypoint: bool = False,
 ) -> dict[str, Any] | None:
     """Consume the container's command and args as a TrainJob `run` (noted at `run_target`, approximated with
-    `note` when given); None when it has no command (the image's entrypoint runs: `split_pod_template` says
-    how its args are taken).
+    `note` when given). Without a command the image's ENTRYPOINT runs: `entrypoint` takes its args as
+    `run.entrypoint` (what a Kubernetes render runs as is, and a local run refuses naming the image); else None
+    (`split_pod_template` says how its args are taken).
 
     A container kubetrain rendered runs its start-up script (`/bin/sh -c <script> kubetrain`) with the
     program in args, every `$` written `$$`: the program is args, as the user wrote it."""
     command, args = walker.get((*container, "command")), walker.get((*container, "args"))
     if command is None:
-        return None
+        if not entrypoint:
+            return None
+        if args is not None:
+            walker.take((*container, "args"), f"{run_target}.entrypoint")
+        else:
+            walker.note(container, f"{run_target}.entrypoint", "no command nor args: the image's own ENTRYPOINT")
+        return {"entrypoint": [str(word) for word in args or []]}
     hows: list[str] = []
     if (
         kubetrain_own
@@ -314,6 +322,10 @@ class RoleTemplate:
     settings: dict[str, Any] = field(default_factory=dict)
     pod_template: dict[str, Any] | None = None
     run: dict[str, Any] | None = None
+    port: int | None = None
+    """The engine's rendezvous port the container names (its `pytorchjob-port`, ...), when it names one."""
+    own: bool = False
+    """kubetrain rendered the template itself (a job converted back)."""
 
 
 def convert_template(
@@ -327,17 +339,22 @@ def convert_template(
     port_name: str | None = None,
     program_note: str | None = None,
     transform: Transform | None = None,
+    port_target: str | None = None,
 ) -> RoleTemplate:
     """A pod template at `template` → a role's settings at `target` (job-level ones lifted into `spec`).
 
     `container`: the name of the program's container (the operator's convention), else the first.
     `run_target`: where its command goes (default `<target>.run`). `port_name`: the engine's rendezvous port,
     which kubetrain's framework wiring replaces. `program_note`: how the program is taken (MPI workers: kept for
-    Kubernetes, not run locally)."""
+    Kubernetes, not run locally). `port_target`: the job runs under its controller's contract (`spec.controller`),
+    which reads the rendezvous port (mapped there), and a container without a command runs its image's entrypoint
+    (`run.entrypoint`), but for a replica that only hosts a launcher's processes (`program_note`)."""
     out = RoleTemplate()
     if not isinstance(walker.get(template), Mapping):
         return out
     own = is_kubetrain_template(walker, template)
+    out.own = own
+    contract = port_target is not None and not own
     index = main_container_index(walker, template, container)
     rendezvous: list[Any] = []
     if own:
@@ -347,12 +364,13 @@ def convert_template(
     if index is not None:
         c = (*template, "spec", "containers", index)
         out.run = take_program(walker, c, run_target or f"{target}.run", kubetrain_own=own, transform=transform,
-                               note=program_note)
+                               note=program_note, entrypoint=contract and program_note is None)
         if own:
             env = take_kubetrain_env(walker, c, f"{target}.env")
             if env:
                 out.settings["env"] = env
-        rendezvous = _take_rendezvous_ports(walker, c, port_name, own)
+        rendezvous = _take_rendezvous_ports(walker, c, port_name, own, port_target if contract else None)
+        out.port = next((int(p) for p in rendezvous if isinstance(p, int)), None) if contract else None
     restart = walker.get((*template, "spec", "restartPolicy"))
     if restart is not None and not walker.consumed((*template, "spec", "restartPolicy")):
         out.settings["restartPolicy"] = walker.take((*template, "spec", "restartPolicy"), f"{target}.restartPolicy")
@@ -370,15 +388,21 @@ def convert_template(
     return out
 
 
-def _take_rendezvous_ports(walker: SourceWalker, container: Path, port_name: str | None, own: bool) -> list[Any]:
-    """Note the engine's rendezvous port (by its name) as replaced by kubetrain's wiring; its containerPorts."""
+def _take_rendezvous_ports(
+    walker: SourceWalker, container: Path, port_name: str | None, own: bool, target: str | None = None
+) -> list[Any]:
+    """Note the engine's rendezvous port (by its name): read by the controller's contract (`target`), else
+    replaced by kubetrain's wiring; its containerPorts."""
     found = []
     for i in walker.indexes((*container, "ports")):
         port = walker.get((*container, "ports", i))
         if not isinstance(port, Mapping):
             continue
         name = port.get("name")
-        if (port_name is not None and name == port_name) or (own and name in ("kubetrain", port_name)):
+        if target is not None and port_name is not None and name == port_name:
+            walker.take((*container, "ports", i), target)
+            found.append(port.get("containerPort"))
+        elif (port_name is not None and name == port_name) or (own and name in ("kubetrain", port_name)):
             walker.approx(
                 (*container, "ports", i),
                 None,
@@ -561,14 +585,20 @@ def _fields(op: OperatorKind) -> FieldTree:
 def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
     # The MPI Operator's MPIJob stays one on the kubeflow flavor (`_kind_fields`).
     walker.take("apiVersion", "spec.mpi.mpiJobVersion" if op is MPIJOB_V2 else None)
-    if op.framework_note is None:
+    specs = ("spec", op.replica_specs)
+    # A job kubetrain rendered itself converts back to the job it was; any other runs under its operator's
+    # contract (spec.controller): the containers' commands as written, with the operator's variables.
+    contract = not any(is_kubetrain_template(walker, (*specs, rtype, "template")) for rtype in walker.keys(specs))
+    if contract:
+        walker.take("kind", "spec.controller.kind")
+    elif op.framework_note is None:
         walker.take("kind", "spec.framework")
     else:
         walker.approx("kind", "spec.framework", op.framework_note)
     metadata = take_metadata(walker)
     spec: dict[str, Any] = {"framework": op.framework.value}
     roles: dict[str, dict[str, Any]] = {}
-    specs = ("spec", op.replica_specs)
+    controller_roles: dict[str, dict[str, Any]] = {}
     main = walker.get(("spec", "mainContainer")) if op is MPIJOB_V1 else None
     if main is not None:
         walker.take(("spec", "mainContainer"), None)
@@ -594,14 +624,23 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
             port_name=op.port_name,
             program_note=HOSTING_PROGRAM if hosts_only else None,
             transform=mpirun_run if launcher else None,
+            port_target=f"spec.controller.roles.{role}.port" if contract else None,
         )
         if launcher and template.run is not None:
             spec["run"] = template.run
             template.run = None
         roles[role] = role_data(replicas, template, policy)
+        controller_roles[role] = {"name": rtype, **({"port": template.port} if template.port else {})}
     spec["roles"] = roles
     _run_policy(walker, spec)
-    _kind_fields(op, walker, spec, roles)
+    controller: dict[str, Any] | None = None
+    if contract:
+        controller = {"apiVersion": str(walker.get("apiVersion")), "kind": op.kind, "roles": controller_roles}
+        if metadata.get("name"):
+            controller["name"] = metadata["name"]
+    _kind_fields(op, walker, spec, roles, controller)
+    if controller is not None:
+        spec["controller"] = controller
     return document(metadata, spec)
 
 
@@ -728,12 +767,22 @@ HOSTING_PROGRAM = (
 """How an MPI worker's own command (`sshd -De`) is taken (shared with the Volcano converter)."""
 
 
-def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], roles: dict[str, Any]) -> None:
-    """The fields only some kinds have."""
+def _kind_fields(
+    op: OperatorKind,
+    walker: SourceWalker,
+    spec: dict[str, Any],
+    roles: dict[str, Any],
+    controller: dict[str, Any] | None = None,
+) -> None:
+    """The fields only some kinds have; `controller`: the job runs under the operator's contract, which reads
+    them as written."""
     s = ("spec",)
     if op is PYTORCHJOB:
-        _nproc(walker, (*s, "nprocPerNode"), spec)
-        _elastic(walker, spec, roles)
+        if controller is not None and walker.has((*s, "nprocPerNode")):
+            controller["nprocPerNode"] = str(walker.take((*s, "nprocPerNode"), "spec.controller.nprocPerNode"))
+        else:
+            _nproc(walker, (*s, "nprocPerNode"), spec)
+        _elastic(walker, spec, roles, controller)
     if op is PADDLEJOB:
         walker.refuse(
             (*s, "elasticPolicy"),
@@ -755,6 +804,8 @@ def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], r
         slots = walker.take((*s, "slotsPerWorker"), "spec.roles.worker.procsPerReplica")
         if slots is not None and "worker" in roles:
             roles["worker"]["procsPerReplica"] = slots
+        if slots is not None and controller is not None:
+            controller["slotsPerWorker"] = slots  # the hostfile's slots (the contract's)
         clean = walker.get((*s, "cleanPodPolicy"))
         if clean is not None:
             walker.take((*s, "cleanPodPolicy"), "spec.runPolicy.cleanPodPolicy")
@@ -765,6 +816,8 @@ def _kind_fields(op: OperatorKind, walker: SourceWalker, spec: dict[str, Any], r
         if path is not None:
             spec["sshAuthMountPath"] = path
         impl = walker.get((*s, "mpiImplementation"))
+        if controller is not None and impl is not None:
+            controller["mpiImplementation"] = impl  # which variables the contract gives the launcher
         if impl == "OpenMPI":
             walker.take((*s, "mpiImplementation"), None)
         else:
@@ -807,16 +860,30 @@ def _nproc(walker: SourceWalker, path: Path, spec: dict[str, Any]) -> None:
         walker.refuse(path, f"{text}: kubetrain takes a number of processes per replica, or auto (one per GPU)")
 
 
-def _elastic(walker: SourceWalker, spec: dict[str, Any], roles: dict[str, Any]) -> None:
+_RDZV = ("rdzvBackend", "rdzvHost", "rdzvPort", "rdzvId", "rdzvConf", "standalone", "nProcPerNode")
+
+
+def _elastic(
+    walker: SourceWalker, spec: dict[str, Any], roles: dict[str, Any], controller: dict[str, Any] | None = None
+) -> None:
     ep = ("spec", "elasticPolicy")
     if not isinstance(walker.get(ep), Mapping):
         return
     workers = int((roles.get("worker") or {}).get("replicas", 1))
     elastic: dict[str, Any] = {}
+    given: dict[str, Any] = {}
     for name in ("minReplicas", "maxReplicas", "maxRestarts"):
         value = walker.take((*ep, name), f"spec.elastic.{name}")
         if value is not None:
             elastic[name] = value
+            given[name] = value
+    if controller is not None:
+        # The operator reads the policy itself (PET_* for torchrun): the contract takes it as written.
+        for name in _RDZV:
+            value = walker.take((*ep, name), f"spec.controller.elasticPolicy.{name}")
+            if value is not None:
+                given[name] = copy.deepcopy(value)
+        controller["elasticPolicy"] = given
     # The operator's defaults: both bounds are the worker replicas when not given.
     elastic.setdefault("minReplicas", workers)
     elastic.setdefault("maxReplicas", max(workers, elastic["minReplicas"]))
@@ -830,7 +897,9 @@ def _elastic(walker: SourceWalker, spec: dict[str, Any], roles: dict[str, Any]) 
         walker.approx(
             (*ep, name), None, "kubetrain sets the rendezvous endpoint and id itself (PET_RDZV_ENDPOINT, PET_RDZV_ID)"
         )
-    if walker.has((*ep, "nProcPerNode")) and "procsPerReplica" not in spec:
+    if controller is not None:
+        pass  # read as written by the contract (above)
+    elif walker.has((*ep, "nProcPerNode")) and "procsPerReplica" not in spec:
         _nproc(walker, (*ep, "nProcPerNode"), spec)
     else:
         walker.approx((*ep, "nProcPerNode"), "spec.procsPerReplica", "nprocPerNode, given too, wins")

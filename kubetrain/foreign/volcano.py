@@ -79,9 +79,14 @@ def _fields() -> FieldTree:
 
 def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
     metadata = take_object_metadata(walker)
-    framework, task_roles = _plugins(walker)
+    tasks = [("spec", "tasks", i, "template") for i in walker.indexes(("spec", "tasks"))]
+    # A job kubetrain rendered itself converts back to the job it was; any other runs under Volcano's contract
+    # (spec.controller): each task's command as written, with what its plugins give it.
+    contract = not any(is_kubetrain_template(walker, template) for template in tasks)
+    framework, task_roles, plugins = _plugins(walker, contract)
     spec: dict[str, Any] = {"framework": framework.value}
     roles: dict[str, dict[str, Any]] = {}
+    controller_roles: dict[str, dict[str, Any]] = {}
     for i in walker.indexes(("spec", "tasks")):
         task = ("spec", "tasks", i)
         name = str(walker.get((*task, "name"), f"task{i}"))
@@ -103,14 +108,16 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
             run_target="spec.run" if launcher else None,
             program_note=HOSTING_PROGRAM if program_role is not None and not launcher else None,
             transform=mpirun_run if launcher else None,
+            port_target=f"spec.controller.roles.{role}.port" if contract else None,
         )
         if launcher and converted.run is not None:
             spec["run"] = converted.run
             converted.run = None
+        controller_roles[role] = {"name": name}
         if own:
             framework = _kubetrain_framework(walker, (*task, "template")) or framework
             spec["framework"] = framework.value
-        policy = _task_policies(walker, task, target)
+        policy = _task_policies(walker, task, target, spec if contract else None, role)
         roles[role] = role_data(replicas, converted, policy)
         walker.refuse((*task, "minAvailable"), "kubetrain's gang is the job's (scheduling.minAvailable), not a task's")
         walker.refuse((*task, "maxRetry"), "kubetrain's restarts count against the job's backoffLimit")
@@ -120,6 +127,13 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
     spec["roles"] = roles
     _ssh_plugin(walker, spec)
     _job_fields(walker, spec)
+    if contract:
+        controller: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Job", "roles": controller_roles}
+        if metadata.get("name"):
+            controller["name"] = metadata["name"]
+        if plugins:
+            controller["plugins"] = plugins
+        spec["controller"] = controller
     return document(metadata, spec)
 
 
@@ -131,13 +145,23 @@ def _kubetrain_framework(walker: SourceWalker, template: Path) -> Framework | No
     return None
 
 
-def _plugins(walker: SourceWalker) -> tuple[Framework, dict[str, str]]:
-    """The framework a plugin names (generic when none), and task name → role."""
+_CONTRACT_PLUGINS = ("env", "svc", *_FRAMEWORK_PLUGINS)
+"""The plugins whose contract kubetrain gives (spec.controller.plugins); the ssh plugin is the job's
+sshAuthMountPath (`_ssh_plugin`)."""
+
+
+def _plugins(walker: SourceWalker, contract: bool = False) -> tuple[Framework, dict[str, str], dict[str, list[Any]]]:
+    """The framework a plugin names (generic when none), task name → role, and (`contract`) the plugins whose
+    contract the job gets, as written."""
     framework, task_roles = Framework.GENERIC, {}
+    given: dict[str, list[Any]] = {}
     named = False  # the first framework plugin decides; any other is reported below
     pp = ("spec", "plugins")
     for name in walker.keys(pp):
         args = walker.get((*pp, name)) or []
+        if contract and name in _CONTRACT_PLUGINS and (name not in _FRAMEWORK_PLUGINS or not named):
+            given[name] = [str(a) for a in args] if isinstance(args, list) else []
+            walker.take((*pp, name), f"spec.controller.plugins.{name}")
         if name in _FRAMEWORK_PLUGINS and not named:
             named = True
             framework, options = _FRAMEWORK_PLUGINS[name]
@@ -168,7 +192,7 @@ def _plugins(walker: SourceWalker) -> tuple[Framework, dict[str, str]]:
                 f"the {name} plugin: kubetrain reads the pytorch, tensorflow and mpi "
                 "plugins (framework) and svc, env, ssh",
             )
-    return framework, task_roles
+    return framework, task_roles, given
 
 
 def _ssh_plugin(walker: SourceWalker, spec: dict[str, Any]) -> None:
@@ -218,15 +242,26 @@ _RESTARTS = {
 }
 
 
-def _task_policies(walker: SourceWalker, task: Path, target: str) -> str | None:
-    """A task's policies → its role's restartPolicy (None: the job's)."""
+def _task_policies(
+    walker: SourceWalker, task: Path, target: str, spec: dict[str, Any] | None = None, role: str = ""
+) -> str | None:
+    """A task's policies → its role's restartPolicy (None: the job's); TaskCompleted → CompleteJob (`spec`
+    given: the job is not kubetrain's own rendering) → the role in runPolicy.successRoles."""
     policy: str | None = None
     for j in walker.indexes((*task, "policies")):
         p = (*task, "policies", j)
         item = walker.get(p)
         if not isinstance(item, Mapping):
             continue
-        if item.get("event") == "TaskCompleted" and item.get("action") == "CompleteJob":
+        if item.get("event") == "TaskCompleted" and item.get("action") == "CompleteJob" and spec is not None:
+            success = spec.setdefault("runPolicy", {}).setdefault("successRoles", [])
+            if success:
+                walker.approx(p, "spec.runPolicy.successRoles", "Volcano completes the job when the first of "
+                              "these tasks completes; kubetrain when every one of them has")
+            else:
+                walker.take(p, "spec.runPolicy.successRoles")
+            success.append(role)
+        elif item.get("event") == "TaskCompleted" and item.get("action") == "CompleteJob":
             walker.approx(
                 p,
                 None,

@@ -21,6 +21,9 @@ class ProcessWiring:
     argv: tuple[str, ...]
     env: dict[str, Value] = field(default_factory=dict)
     local_rank: int = 0
+    entrypoint: bool = False
+    """`argv` are the arguments of the image's own ENTRYPOINT (`run.entrypoint`), not a program kubetrain can
+    start: a Kubernetes container without a command; refused locally."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,25 @@ class RoleWiring:
     processes: tuple[ProcessWiring, ...]
     files: dict[str, str] = field(default_factory=dict)
     """Files the replicas need (name → content), e.g. an MPI hostfile; their paths are in env."""
+    env_by_index: dict[int, dict[str, Value]] = field(default_factory=dict)
+    """Variables only some replicas of the role get (replica index → its own, over `env`): a controller that
+    gives its rank 0 what it gives no other (a PaddleJob's POD_IP_DUMMY)."""
     port: int | None = None
     """The port this role's replicas listen on, when the framework uses one."""
+    paths: dict[str, str] = field(default_factory=dict)
+    """Files a controller places at absolute paths in the pod (`/etc/volcano/worker.host`): path → content.
+    Locally they are under $KUBETRAIN_FILES_ROOT; on Kubernetes mounted at those paths."""
+    labels: dict[str, Value] = field(default_factory=dict)
+    """Pod labels a controller gives each replica (JobSet's `jobset.sigs.k8s.io/job-index`), for the downward
+    API: a fieldRef on them reads these locally."""
+    annotations: dict[str, Value] = field(default_factory=dict)
+    """Pod annotations a controller gives each replica (the Job controller's completion index), likewise."""
+    pod_name: Value | None = None
+    """The pod's name as the controller makes it (fieldRef metadata.name); None: `<job>-<role>-<index>`."""
+    names: dict[str, int] = field(default_factory=dict)
+    """Host names the controller makes resolvable for this role's replicas (a Service per replica, a pod's
+    hostname.subdomain), each → the index of the replica it names. Locally an env value naming one of them
+    gets that replica's address instead, and a command naming one is warned of."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +119,13 @@ class WireContext:
     """Where files named in `RoleWiring.files` are found at run time."""
     role_procs: dict[str, int] = field(default_factory=dict)
     """Processes per replica of every role (roles may differ); this role's is `procs`."""
+    spec_namespace: str | None = None
+    """The job's namespace (metadata.namespace), for the names a controller builds with it."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """The job's annotations (metadata.annotations): a controller passes some on to its pods."""
+    paths_root: str = ""
+    """Where files a controller places at absolute paths are, as a prefix of those paths: the files root
+    locally ($KUBETRAIN_FILES_ROOT), "" on Kubernetes (the files are at their own paths)."""
 
     def procs_of(self, role: str) -> int:
         return self.role_procs.get(role, self.procs) if role != self.role else self.procs

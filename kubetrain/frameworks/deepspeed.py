@@ -27,7 +27,7 @@ from ..jobspec import FieldError, Framework, Run, SpecError
 from . import pytorch
 from .common import FrameworkSupport, ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 from .hostfile import HOSTFILE, NODEFILE, hostfile, hostfile_path, nodefile
-from .values import Value, resolve
+from .values import Idx, Value, resolve
 
 LAUNCHER = "launcher"
 WORKER = "worker"
@@ -54,6 +54,8 @@ def wire(ctx: WireContext) -> RoleWiring:
         return RoleWiring(ctx.role, wiring.replicas, _worker_env(ctx, wiring), (), files=files, port=wiring.port)
     wiring = pytorch.wire(ctx)
     env = {**wiring.env, env_names.HOSTFILE: hostfile_path(ctx)}
+    if ctx.spec.elastic is None:
+        env.update(launcher_env(ctx))
     processes = wiring.processes
     launcher_args = bool(run_of(ctx).other_args)
     if ctx.spec.elastic is None and (launcher_args or (ctx.procs > 1 and not ctx.launcher_procs)):
@@ -96,6 +98,16 @@ def _launcher(ctx: WireContext, worker: WireContext, files: dict[str, str]) -> R
     return RoleWiring(ctx.role, 1, env, processes, files=files)
 
 
+def launcher_env(ctx: WireContext) -> dict[str, Value]:
+    """What the deepspeed launcher gives each process of a node beside torch's variables (launch.py): the
+    node's rank and count (CROSS_RANK, CROSS_SIZE) and its processes (LOCAL_SIZE)."""
+    return {
+        "CROSS_RANK": (Idx(1, ctx.role_offset()),),
+        "CROSS_SIZE": str(sum(ctx.topology.roles.values())),
+        "LOCAL_SIZE": str(ctx.procs),
+    }
+
+
 def _worker_ctx(ctx: WireContext) -> WireContext:
     """The worker role as if it were the job's only one: the launcher replica is no node, so rank 0 is
     worker 0's first process and WORLD_SIZE counts the workers' processes only."""
@@ -106,7 +118,9 @@ def _worker_ctx(ctx: WireContext) -> WireContext:
 
 def _worker_env(ctx: WireContext, wiring: RoleWiring) -> dict[str, Value]:
     """A worker's env (from `_worker_ctx`), with the whole job's cluster (the launcher too) and hostfile."""
-    return {**wiring.env, env_names.CLUSTER: ctx.topology.cluster_json(), env_names.HOSTFILE: hostfile_path(ctx)}
+    worker = _worker_ctx(ctx)
+    return {**wiring.env, **launcher_env(worker), env_names.CLUSTER: ctx.topology.cluster_json(),
+            env_names.HOSTFILE: hostfile_path(ctx)}
 
 
 def _rank0(ctx: WireContext) -> tuple[str, int]:

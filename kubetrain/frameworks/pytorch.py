@@ -1,13 +1,16 @@
 """pytorch: torch.distributed's env:// contract, or torchrun when elastic, one launcher per replica, or given
 otherArgs (torchrun's options).
 
-Ranks are numbered across roles in order (master first), procsPerReplica consecutive ranks per replica.
+Ranks are numbered across roles in order (master first), procsPerReplica consecutive ranks per replica. A `run`
+that already is torchrun (`exec: [torchrun, ...]`, `module: [torch.distributed.run, ...]`) runs as written, one
+per replica, with its options as PET_* variables: never a torchrun inside kubetrain's.
 """
 
 from __future__ import annotations
 
-from ..jobspec import Framework
+from ..jobspec import Framework, Run
 from .common import (
+    PYTHON,
     FrameworkSupport,
     KubeflowKind,
     ProcessWiring,
@@ -17,6 +20,7 @@ from .common import (
     program_argv,
     run_of,
 )
+from .launchers import TORCHRUN, run_launcher
 from .values import Idx, Value
 
 DEFAULT_PORT = 29500
@@ -47,7 +51,9 @@ def wire(ctx: WireContext) -> RoleWiring:
     elastic = ctx.spec.elastic
     # otherArgs are torchrun's ("extra arguments for the framework's launcher"): given, each replica runs
     # torchrun with them, also where kubetrain would start the processes itself (they reached the interpreter).
-    if elastic is not None or (ctx.procs > 1 and not ctx.launcher_procs) or run.other_args:
+    # A run that is torchrun itself runs as written, one per replica.
+    if elastic is not None or (ctx.procs > 1 and not ctx.launcher_procs) or run.other_args \
+            or run_launcher(run) == TORCHRUN:
         return _torchrun(ctx, env, addr, port, total_nodes)
     processes = []
     for local in range(ctx.procs):
@@ -85,7 +91,9 @@ def _torchrun(ctx: WireContext, env: dict[str, Value], addr: str, port: int, tot
         env["PET_RDZV_BACKEND"] = "static"
     env["PET_NPROC_PER_NODE"] = str(ctx.procs)
     launcher = ["python", "-m", "torch.distributed.run", *run.other_args]
-    if run.python is not None:
+    if run_launcher(run) == TORCHRUN:
+        argv = as_written(run)
+    elif run.python is not None:
         argv = [*launcher, *run.python]
     elif run.module is not None:
         argv = [*launcher, "-m", *run.module]
@@ -94,6 +102,15 @@ def _torchrun(ctx: WireContext, env: dict[str, Value], addr: str, port: int, tot
     else:
         argv = [*launcher, "--no-python", *program_argv(run)]
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, (ProcessWiring(tuple(argv)),), port=port)
+
+
+def as_written(run: Run) -> list[str]:
+    """A `run` that is torchrun itself, with otherArgs (the launcher's options) right after the launcher."""
+    if run.module is not None:
+        return [PYTHON, "-m", run.module[0], *run.other_args, *run.module[1:]]
+    argv = list(run.exec or run.custom_command or [])
+    at = argv.index("-m") + 2 if "-m" in argv[:3] and not argv[0].endswith("torchrun") else 1
+    return [*argv[:at], *run.other_args, *argv[at:]]
 
 
 KUBEFLOW = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", launcher_role=False)

@@ -19,9 +19,15 @@ class Topology:
     """Port of each replica (locally, every replica has its own)."""
     role_ports: Mapping[str, int] = field(default_factory=dict)
     """Port shared by every replica of a role (on Kubernetes, each pod has its own IP)."""
+    role_names: Mapping[str, str] = field(default_factory=dict)
+    """Role → the name its host names carry where it differs from the role (a Volcano task named as the job
+    file names it)."""
+
+    def name_of(self, role: str) -> str:
+        return self.role_names.get(role, role)
 
     def host(self, role: str, index: int) -> str:
-        return self.host_pattern.format(role=role, index=index)
+        return self.host_pattern.format(role=self.name_of(role), index=index)
 
     def port(self, role: str, index: int) -> int:
         if (role, index) in self.ports:
@@ -45,7 +51,8 @@ class Topology:
             data: dict[str, object] = {
                 role: {
                     "count": n,
-                    "address": self.host_pattern.format(role=role, index="{index}") + f":{self.role_ports[role]}",
+                    "address": self.host_pattern.format(role=self.name_of(role), index="{index}")
+                    + f":{self.role_ports[role]}",
                 }
                 for role, n in self.roles.items()
             }

@@ -15,13 +15,20 @@ from .topology import Topology
 
 @dataclass(frozen=True)
 class Idx:
-    """`scale * index + offset`, where index is the replica's index within its role."""
+    """`scale * part + offset`, where part is the replica's index within its role, divided by `div` (floor) and
+    taken modulo `mod` when `mod` is set: a JobSet pod's Job index is `index // parallelism`, its completion
+    index `index % parallelism`."""
 
     scale: int = 1
     offset: int = 0
+    div: int = 1
+    mod: int = 0
 
     def at(self, index: int) -> int:
-        return self.scale * index + self.offset
+        part = index // self.div
+        if self.mod:
+            part %= self.mod
+        return self.scale * part + self.offset
 
 
 @dataclass(frozen=True)

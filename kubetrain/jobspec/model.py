@@ -22,6 +22,7 @@ from pydantic import (
 
 from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
 from ..contract.naming import is_dns_label, is_label_key, is_label_value
+from .controller import Controller
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
 from .frameworks import (
@@ -108,6 +109,10 @@ class RunPolicy(SpecModel):
     """Which pods to delete when the job ends: All, Running (still running ones), or None."""
     suspend: bool = False
     """Create the job without starting it; the same as runMode: Pause."""
+    success_roles: list[str] | None = None
+    """The job succeeds once every replica of these roles has exited 0; the other roles' replicas are then
+    stopped (a Volcano task's TaskCompleted → CompleteJob, a JobSet's successPolicy on some replicated Jobs: the
+    servers beside a driver never end on their own). Not given: every replica that runs a program must exit 0."""
 
 
 class ExitCodes(SpecModel):
@@ -206,7 +211,8 @@ class Trials(SpecModel):
 
 
 class Run(SpecModel):
-    """What each replica runs: exactly one of python, module, exec, customCommand (DeepSpeedJob's RunType)."""
+    """What each replica runs: exactly one of python, module, exec, customCommand (DeepSpeedJob's RunType), or
+    entrypoint (the image's own ENTRYPOINT, on Kubernetes)."""
 
     python: list[Arg] | None = None
     """A script and its arguments: [train.py, --epochs, "3"]."""
@@ -217,6 +223,12 @@ class Run(SpecModel):
     custom_command: str | list[Arg] | None = None
     """Your own launch command, used as is instead of the framework's launcher. A string runs through
     `/bin/sh -c` (it is yours, so it is not quoted); a list runs directly. Env contract still applies."""
+    entrypoint: list[Arg] | None = None
+    """The image's own ENTRYPOINT runs, with these arguments (a container with args and no command; [] for
+    neither): what a foreign file's container without a command means. The program is in the image, not in the
+    job, so it runs on Kubernetes only (a local run is refused, naming the image: give the command instead),
+    and kubetrain's start-up script cannot run before it: variables that depend on the replica's index are
+    given only where the engine or the downward API can give them."""
     other_args: list[Arg] = Field(default_factory=list)
     """Extra arguments for the framework's launcher (torchrun, deepspeed, mpirun), before the program."""
     expand_env: bool = False
@@ -228,11 +240,12 @@ class Run(SpecModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Run:
-        given = [name for name in ("python", "module", "exec", "custom_command") if getattr(self, name) is not None]
+        forms = ("python", "module", "exec", "custom_command", "entrypoint")
+        given = [name for name in forms if getattr(self, name) is not None]
         if len(given) != 1:
             camel = {"custom_command": "customCommand"}
             shown = [camel.get(g, g) for g in given]
-            message = "set exactly one of python, module, exec, customCommand"
+            message = "set exactly one of python, module, exec, customCommand, entrypoint"
             message += f" (got {', '.join(shown)})" if given else ""
             raise SpecError([FieldError((), message, hint="e.g. run: {python: [train.py, --steps, '20']}")])
         for name in ("python", "module", "exec"):
@@ -529,6 +542,10 @@ class JobSpec(ReplicaSettings):
     trials: Trials | None = None
     """Independent runs of the program instead of one distributed job: `completions` successful runs, at most
     `parallelism` at a time (Run:ai's completions and parallelism). Not with replicas, roles or elastic."""
+    controller: Controller | None = None
+    """The controller whose contract the replicas get (a converted foreign file's: its kind, name and the
+    parameters its controller reads). Each container's command then runs as written, with every variable, file
+    and host name that controller would give it, instead of the framework's wiring (docs/foreign.md)."""
 
     @field_validator("ssh_auth_mount_path")
     @classmethod
@@ -588,6 +605,12 @@ class JobSpec(ReplicaSettings):
             names = ", ".join(f.value for f in MPI_FRAMEWORKS)
             problems.append(FieldError(("mpi",), f"applies to framework {names}, not {self.framework.value}",
                                        hint=f"set framework: {names}, or remove mpi"))
+        if self.controller is not None:
+            problems += self._controller_problems(self.controller)
+        for i, name in enumerate(self.run_policy.success_roles or []):
+            if name not in self.role_replicas():
+                problems.append(FieldError(("runPolicy", "successRoles", i), "is not a role of the job", name, True,
+                                           hint=f"roles: {', '.join(self.role_replicas())}"))
         if self.run_policy.suspend and self.run_mode == "Debug":
             problems.append(FieldError(("runPolicy", "suspend"), "conflicts with runMode: Debug"))
         total = sum(self.role_replicas().values())
@@ -603,6 +626,14 @@ class JobSpec(ReplicaSettings):
         if problems:
             raise SpecError(problems)
         return self
+
+    def _controller_problems(self, controller: Controller) -> list[FieldError]:
+        roles = self.role_replicas()
+        return [
+            FieldError(("controller", "roles", name), "is not a role of the job", hint=f"roles: {', '.join(roles)}")
+            for name in controller.roles
+            if name not in roles
+        ]
 
     def _elastic_problems(self, elastic: Elastic) -> list[FieldError]:
         if self.framework not in ELASTIC_FRAMEWORKS:
@@ -926,6 +957,7 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_BACKOFF_LIMIT",
     "KIND",
+    "Controller",
     "DistributedConfig",
     "Elastic",
     "ExitCodes",

@@ -88,12 +88,18 @@ def parse_yaml(text: str, source: str) -> list[Located]:
         raise SpecError([FieldError((), f"not valid YAML: {problem}", file=source, line=line)]) from None
     docs = []
     for node in nodes:
-        if node is None:
+        if node is None or _empty(node):
             continue
         builder = _Builder(source)
         data = builder.build(node, ())
         docs.append(Located(data, builder.where, builder.body))
     return docs
+
+
+def _empty(node: yaml.Node) -> bool:
+    """A document with nothing in it: a `---` that ends a file (as many repositories write them), or one with
+    only comments. kubectl skips these; so does kubetrain."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null" and node.value == ""
 
 
 def _check_depth(text: str, source: str) -> None:

@@ -129,9 +129,13 @@ def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
     from ...frameworks import local_topology
     from ...plan import plan, replica_counts
 
+    from .launch import files_root
+
     counts = replica_counts(job.spec)
     topology = local_topology(counts, free_ports(sum(counts.values())))
-    return plan(job, topology, name=job_id, files_dir=str(files_dir), launcher_procs=True)
+    # A controller's files (`spec.controller`) are under the files root, which its variables name.
+    return plan(job, topology, name=job_id, files_dir=str(files_dir), launcher_procs=True,
+                paths_root=files_root(str(files_dir)))
 
 
 def build_launch_record(

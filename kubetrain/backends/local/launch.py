@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...contract import env_names, expansion
+from ...contract.hostnames import localize, name_pattern
 from ...restart_policy import RestartRules
 
 if TYPE_CHECKING:
@@ -100,6 +101,9 @@ class LaunchRecord:
     files: dict[str, str] = field(default_factory=dict)
     """Files the replicas read (name → content), written to `files_dir` before they start."""
     files_dir: str = ""
+    paths: dict[str, str] = field(default_factory=dict)
+    """Files a controller would place at absolute paths in a pod (`/etc/volcano/worker.host`) → content, written
+    under `files_root` (what $KUBETRAIN_FILES_ROOT names) before the replicas start."""
     cwd: str | None = None
     """Where a role's processes start unless `role_cwds` names it (the job's workingDir, else the job file's
     folder); None: the supervisor's."""
@@ -113,6 +117,9 @@ class LaunchRecord:
     active_deadline_seconds: int | None = None
     run_mode: str = "Immediate"
     """Immediate | Pause | Debug (the replicas hold their program; `attach` runs it by hand)."""
+    success_roles: tuple[str, ...] = ()
+    """runPolicy.successRoles: the job succeeds once these roles' processes have exited 0 (the rest are then
+    stopped); empty: once every process has."""
     warnings: tuple[str, ...] = ()
     """What a local run leaves out (Secrets, ConfigMaps), said before it starts."""
     cluster: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -158,21 +165,26 @@ class LaunchRecord:
             assert spec.elastic.min_replicas is not None and spec.elastic.max_replicas is not None
             elastic = ElasticRange(spec.elastic.min_replicas, spec.elastic.max_replicas)
         rendezvous = os.path.join(os.path.dirname(plan.files_dir), RENDEZVOUS_FILE) if elastic else None
+        hosts = {name: plan.topology.host(role, index) for name, (role, index) in plan.names.items()}
         return cls(
             job_id=plan.name,
             framework=spec.framework.value,
             replicas=tuple(
-                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {}), metrics_dir, rendezvous)
+                _replica(r, plan.name, user_env[r.role], machine_env.get(r.key, {}), metrics_dir, rendezvous,
+                         controller=plan.controller, hosts=hosts, files_root=files_root(plan.files_dir),
+                         namespace=plan.job.metadata.namespace)
                 for r in plan.replicas
             ),
             files=dict(plan.files),
             files_dir=plan.files_dir,
+            paths=dict(plan.paths),
             cwd=cwd,
             role_cwds={role: path for role, path in (role_cwds or {}).items() if path != cwd},
             preload=tuple(preload),
             restart=plan.restart,
             active_deadline_seconds=spec.run_policy.active_deadline_seconds,
             run_mode=spec.run_mode,
+            success_roles=tuple(spec.run_policy.success_roles or ()),
             warnings=tuple(dict.fromkeys(warnings)),
             cluster={role: tuple(plan.topology.addresses(role)) for role in plan.topology.roles},
             elastic=elastic,
@@ -244,9 +256,11 @@ class LaunchRecord:
             "framework": self.framework,
             "files": dict(self.files),
             "filesDir": self.files_dir,
+            **({"paths": dict(self.paths)} if self.paths else {}),
             "restart": self.restart.to_dict(),
             "activeDeadlineSeconds": self.active_deadline_seconds,
             "runMode": self.run_mode,
+            **({"successRoles": list(self.success_roles)} if self.success_roles else {}),
             "cluster": {role: list(addresses) for role, addresses in self.cluster.items()},
             "env": common,
             "sharedValues": {name: text for name, text in texts if name in used},
@@ -287,12 +301,14 @@ class LaunchRecord:
             ),
             files={str(k): str(v) for k, v in (data.get("files") or {}).items()},
             files_dir=str(data.get("filesDir", "")),
+            paths={str(k): str(v) for k, v in (data.get("paths") or {}).items()},
             cwd=data.get("cwd"),
             role_cwds={str(k): str(v) for k, v in (data.get("roleCwd") or {}).items()},
             preload=tuple(data.get("preload") or ()),
             restart=RestartRules.from_dict(data.get("restart") or {}),
             active_deadline_seconds=data.get("activeDeadlineSeconds"),
             run_mode=str(data.get("runMode") or "Immediate"),
+            success_roles=tuple(str(r) for r in data.get("successRoles") or ()),
             warnings=tuple(data.get("warnings") or ()),
             cluster={str(k): tuple(str(a) for a in v) for k, v in (data.get("cluster") or {}).items()},
             elastic=ElasticRange.from_dict(data["elastic"]) if data.get("elastic") else None,
@@ -434,6 +450,31 @@ def expand_user_env(
     return out
 
 
+def files_root(files_dir: str) -> str:
+    """Where a local job's controller files are: the folder standing for `/` ($KUBETRAIN_FILES_ROOT)."""
+    return os.path.join(files_dir, "root") if files_dir else ""
+
+
+POD_FIELDS = ("metadata.name", "metadata.namespace", "status.podIP", "status.hostIP")
+"""The downward API's fields every local replica answers (a controller's labels and annotations besides)."""
+
+
+def pod_fields_of(replica: ReplicaPlan, job_name: str, namespace: str | None = None) -> dict[str, str]:
+    """Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike
+    (a controller's labels, annotations and pod name from the plan)."""
+    settings = replica.settings
+    given = {f"metadata.labels['{k}']": str(v) for k, v in (settings.labels or {}).items()}
+    given.update({f"metadata.annotations['{k}']": str(v) for k, v in (settings.annotations or {}).items()})
+    return {
+        "metadata.name": f"{job_name}-{replica.role}-{replica.index}",
+        "metadata.namespace": namespace or "default",
+        "status.podIP": replica.host,
+        "status.hostIP": replica.host,
+        **given,
+        **replica.pod_fields,
+    }
+
+
 def _replica(
     replica: ReplicaPlan,
     job_name: str,
@@ -441,22 +482,34 @@ def _replica(
     machine_env: Mapping[str, str],
     metrics_dir: str | None = None,
     rendezvous: str | None = None,
+    *,
+    controller: bool = False,
+    hosts: Mapping[str, str] | None = None,
+    files_root: str = "",
+    namespace: str | None = None,
 ) -> LaunchReplica:
     from ...plan import expanded_args  # here: the supervisor reads records without importing the planner
 
-    # Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike.
-    pod_fields = {
-        "metadata.name": f"{job_name}-{replica.role}-{replica.index}",
-        "status.podIP": replica.host,
-        "status.hostIP": replica.host,
-    }
+    pod_fields = pod_fields_of(replica, job_name, namespace)
+    pattern = name_pattern(list(hosts or {}))
     processes = []
     for p in replica.processes:
         # What the machine gives the replica (its GPUs) is there before the user's env, as in a pod.
         base = {**p.env, **machine_env}
         if metrics_dir is not None:  # a file per process: ranks never share one (the user's env may override)
             base[env_names.METRICS_FILE] = os.path.join(metrics_dir, f"{p.key}.jsonl")
-        env = {**base, **expand_user_env(user_env, base, pod_fields)}
+        if not controller:
+            env = {**base, **expand_user_env(user_env, base, pod_fields)}
+        else:
+            # A controller appends its variables after the container's own env: the user's values are expanded
+            # without them and theirs win a name. Host names the controller makes resolvable in the cluster are
+            # this machine's addresses here.
+            theirs = {k: v for k, v in base.items() if k in p.env and not k.startswith("KUBETRAIN_")}
+            own = {k: v for k, v in base.items() if k not in theirs}
+            if files_root:
+                own[env_names.FILES_ROOT] = files_root
+            users = expand_user_env(user_env, own, pod_fields)
+            env = {**own, **{k: localize(v, hosts or {}, pattern) for k, v in users.items()}, **theirs}
         if rendezvous is not None and env.get("PET_RDZV_BACKEND") == "c10d":
             env.update(file_rendezvous(env, rendezvous))
         argv = list(p.argv)
@@ -557,6 +610,7 @@ def machine_fit(
     if size is not None:
         refusals.append(size)
     _program_verdicts(plan, folders or role_working_dirs(plan, base_dir), refusals, warnings)
+    _contract_verdicts(plan, refusals, warnings)
     requests, notes, paths = _gpu_requests(plan)
     warnings += notes
     replica_env: dict[str, dict[str, str]] = {}
@@ -654,6 +708,79 @@ def _program_verdicts(
                     f"{at}: {var.name!r} is not a shell variable name: the replicas' programs get it (as in a pod), "
                     "but no shell can export it, so `kubetrain attach` shells and `attach --print` lack it"
                 )
+
+
+def _contract_verdicts(plan: Plan, refusals: list[Refusal], warnings: list[str]) -> None:
+    """What a local run cannot give as the controller (or the image) would, refused before anything starts:
+    the image's ENTRYPOINT, a file the controller places at an absolute path that a command names literally,
+    a contract's own cases (`Plan.local_problems`). Warned: a command naming a host name the controller makes
+    resolvable on a cluster, a fieldRef no local replica answers."""
+    spec = plan.job.spec
+    refusals += [Refusal(p.path, p.message, p.hint) for p in plan.local_problems]
+    kind = spec.controller.kind if spec.controller is not None else ""
+    names = name_pattern(list(plan.names))
+    literal = _paths_pattern(plan.paths)
+    first = {r.role: r for r in reversed(plan.replicas)}
+    for wiring in plan.roles:
+        role, settings = wiring.role, plan.settings[wiring.role]
+        run_at = setting_path(spec, role, "run")
+        form = _run_form(settings)
+        for proc in wiring.processes[:1]:
+            if proc.entrypoint:
+                image = settings.image or "its image"
+                refusals.append(Refusal(
+                    (*run_at, "entrypoint"),
+                    f"runs the image's own ENTRYPOINT ({image}): the program is in the image, not on this machine",
+                    "give the container its command, the program the ENTRYPOINT runs (docker image inspect "
+                    f"{image} shows it as Entrypoint and Cmd), e.g. command: [python, /app/train.py]",
+                ))
+                continue
+            text = " ".join(proc.argv)
+            if literal is not None and (found := literal.search(text)) is not None:
+                path = found.group(0)
+                refusals.append(Refusal(
+                    (*run_at, form),
+                    f"names {path}, a file the {kind} controller places in the pod; kubetrain cannot place it at "
+                    "that path on this machine (it would take root, or a mount namespace many machines do not "
+                    f"give an unprivileged user) and gives it at $KUBETRAIN_FILES_ROOT{path} instead",
+                    f'read "$KUBETRAIN_FILES_ROOT{path}" (unset on Kubernetes, so the same command works there), or '
+                    "the variables the controller gives with the same content (docs/foreign.md)",
+                ))
+            for name in sorted({m.group(0) for m in names.finditer(text)} if names is not None else ()):
+                warnings.append(
+                    f"{_show((*run_at, form))}: names {name}, a host name the {kind} controller makes resolvable "
+                    "on a cluster; locally nothing resolves it (the controller's variables, and env values that "
+                    "name a replica, give this machine's address instead: pass it through the environment)"
+                )
+        replica = first.get(role)
+        if replica is None:
+            continue
+        answered = pod_fields_of(replica, plan.name)
+        for i, var in enumerate(settings.env or []):
+            ref = var.value_from.field_ref if var.value_from is not None else None
+            if ref is not None and ref.field_path not in answered:
+                warnings.append(
+                    f"{_show((*setting_path(spec, role, 'env'), i))}: {var.name} reads {ref.field_path} through "
+                    "the downward API, which no local replica has: it is empty locally"
+                )
+
+
+def _run_form(settings: ReplicaSettings) -> str:
+    run = settings.run
+    if run is None:
+        return "exec"
+    return next((name for name, attr in (("python", "python"), ("module", "module"), ("exec", "exec"),
+                                          ("customCommand", "custom_command")) if getattr(run, attr) is not None),
+                "exec")
+
+
+def _paths_pattern(paths: Mapping[str, str]) -> re.Pattern[str] | None:
+    """An absolute path under any folder a controller places files in (`/etc/volcano/...`), as a command
+    writes it."""
+    folders = sorted({os.path.dirname(p) for p in paths}, key=len, reverse=True)
+    if not folders:
+        return None
+    return re.compile(rf"(?:{'|'.join(re.escape(f) for f in folders)})(?:/[^\s'\"`;|&)(<>$]*)?")
 
 
 def missing_scripts(plan: Plan, folders: Mapping[str, str]) -> list[Refusal]:

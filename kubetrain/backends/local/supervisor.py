@@ -35,7 +35,7 @@ from ...status import (
     ReplicaPhase,
     describe_exit,
 )
-from .launch import LaunchRecord
+from .launch import LaunchRecord, files_root
 from .live_output import Messages
 from .logfiles import iter_log
 from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup, kill_recorded
@@ -229,6 +229,15 @@ def saved_environment(folder: Path) -> dict[str, str] | None:
     except (OSError, ValueError):
         return None
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+def write_paths(root: Path, paths: Mapping[str, str]) -> None:
+    """The files a controller places at absolute paths in a pod, under `root` ($KUBETRAIN_FILES_ROOT): a script
+    (`.sh`) executable, as the MPI operator mounts discover_hosts.sh."""
+    for absolute, content in paths.items():
+        target = root / absolute.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        if absolute.endswith(".sh"):
+            target.chmod(0o755)
 
 
 def replica_base_env(environ: Mapping[str, str], python: str, keys: list[str]) -> dict[str, str]:
@@ -317,6 +326,8 @@ class Supervisor:
             files_dir.mkdir(parents=True, exist_ok=True)
             for name, content in record.files.items():
                 (files_dir / name).write_text(content)
+        if record.paths:
+            write_paths(Path(files_root(record.files_dir)), record.paths)
         specs = []
         for replica in record.replicas:
             log = self.store.log_path(self.job_id, replica.role, replica.index)
@@ -518,6 +529,7 @@ class Supervisor:
         """Until the attempt ends. None: restart the group; else the final phase."""
         exited_ok: set[str] = set()
         total = len(self.plan_keys())
+        deciding = {p.key for r in self.record.replicas if r.role in self.record.success_roles for p in r.processes}
         while True:
             # Before blocking: a request (or signal) that came while the replicas were being started
             # found no process group to wake.
@@ -549,6 +561,8 @@ class Supervisor:
             if len(exited_ok) >= total:
                 self._finish(JobPhase.SUCCEEDED, "Completed", "all replicas exited 0")
                 return JobPhase.SUCCEEDED
+            if deciding and deciding <= exited_ok:
+                return self._completed_by_roles(group)
 
     # -- elastic jobs: a lost replica is replaced alone, the survivors carry on ------------------------------
 
@@ -961,6 +975,23 @@ class Supervisor:
         """The replica's last lines of this attempt (not of an earlier one, in the same file)."""
         path = self._log_paths[key]
         return [rec.text for rec in iter_log(path, tail=FAILURE_LINES, offset=self._log_starts.get(key, 0))]
+
+    def _completed_by_roles(self, group: ProcessGroup) -> JobPhase:
+        """runPolicy.successRoles have all exited 0: the job is complete, the other replicas are stopped (a
+        server that never ends on its own), each shown as stopped by the completion, not as failed."""
+        roles = ", ".join(self.record.success_roles)
+        for event in group.terminate(self.grace):
+            role, index = self._replica_of(event.key)
+            if event.returncode == 0:
+                self._record_exit(event)
+                continue
+            self.store.update_replica(
+                self.job_id, role, index, phase=ReplicaPhase.CANCELLED, exit_code=None, signal=None,
+                finished_at=event.time, reason="JobCompleted",
+                message=f"stopped when the job completed (runPolicy.successRoles: {roles})",
+            )
+        self._finish(JobPhase.SUCCEEDED, "Completed", f"every replica of {roles} exited 0 (runPolicy.successRoles)")
+        return JobPhase.SUCCEEDED
 
     def _stop_all(self, group: ProcessGroup, by: RequestKind | None = None) -> None:
         for event in group.terminate(self.grace):

@@ -35,6 +35,7 @@ from ..workload import (
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
+    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..diagnose import Diagnosis
@@ -126,6 +127,9 @@ class Flavor:
     restarts its container); False: the engine counts restarts of the whole gang itself."""
     oversize_hint: str | None = None
     """What to suggest when one of its objects passes etcd's size limit."""
+    index_fields: tuple[str, ...] = ()
+    """Downward-API fields that hold a pod's replica index on this engine (an Indexed Job's completion index):
+    what a pod whose image runs by its ENTRYPOINT reads its index from, with no start-up script."""
     gpu_share_resources: tuple[str, str, str] | None = None
     """HAMi's (count, memory, cores) resource names where the engine's own device plugin takes them
     (Volcano's vGPU); None: HAMi's own names."""
@@ -187,6 +191,12 @@ class Flavor:
         """Object names and replica addresses for a job called `name` with these role sizes (`spec`: the job,
         where the engine's names depend on it, as an MPIJob v2beta1's do)."""
         raise NotImplementedError
+
+    def runs_controller(self, controller: SpecController | None) -> bool:
+        """This flavor's engine is `controller` itself (a PyTorchJob on the kubeflow flavor): it gives the
+        contract's variables, files and host names, so kubetrain renders the job as that controller's kind,
+        with the source's own names, and adds only its own variables."""
+        return False
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         """The workload object(s), root first; problems go to `ctx.problems`."""

@@ -37,6 +37,7 @@ from .base import Controller, Features, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
+    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -210,6 +211,8 @@ FLAVOR = JobFlavor(
     version=JOBS.version,
     resources=(JOBS,),
     auto=1,
+    index_fields=("metadata.annotations['batch.kubernetes.io/job-completion-index']",
+                  "metadata.labels['batch.kubernetes.io/job-completion-index']"),
     features=Features(trials=True),
     replaced_pods_are_restarts=True,
     controller=Controller("the Job controller (kube-controller-manager)", builtin=True),

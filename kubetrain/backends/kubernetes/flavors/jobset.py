@@ -31,6 +31,7 @@ from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
+    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -51,9 +52,15 @@ class JobSetFlavor(Flavor):
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
+        controller = spec.controller if spec is not None else None
         base = base_name(name, room_for_base(counts, len("-0")), rfc1035=False)
-        subdomain = dns1035_label(base)
+        # A JobSet's own subdomain is kept, so the names its pods reach each other by stay resolvable.
+        own = controller.subdomain if self.runs_controller(controller) and controller is not None else None
+        subdomain = own or dns1035_label(base)
         return Layout(base, f"{base}-{{role}}-0-{{index}}.{subdomain}", subdomain, INDEX_ENV)
+
+    def runs_controller(self, controller: SpecController | None) -> bool:
+        return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "JobSet")
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         from ..render.policy import check_common, check_indexed_completions, jobset_failure_policy, suspended
@@ -192,6 +199,8 @@ FLAVOR = JobSetFlavor(
     resources=(JOBSETS,),
     install="the JobSet controller (https://jobset.sigs.k8s.io)",
     auto=0,
+    index_fields=("metadata.annotations['batch.kubernetes.io/job-completion-index']",
+                  "metadata.labels['batch.kubernetes.io/job-completion-index']"),
     features=Features(gang=True, gang_needs_kueue=True),
     controller=CONTROLLER,
 )

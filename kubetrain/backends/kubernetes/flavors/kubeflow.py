@@ -49,6 +49,7 @@ from .base import Controller, Features, Flavor, FlavorUnavailable
 if TYPE_CHECKING:
     from ....frameworks import KubeflowKind
     from ....jobspec import JobSpec
+    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
@@ -61,11 +62,24 @@ RESOURCES = (
     Resource(GROUP, VERSION, "tfjobs", "TFJob"),
     Resource(GROUP, VERSION, "mpijobs", "MPIJob"),
     Resource(GROUP, VERSION, "jaxjobs", "JAXJob"),
+    Resource(GROUP, VERSION, "xgboostjobs", "XGBoostJob"),
+    Resource(GROUP, VERSION, "paddlejobs", "PaddleJob"),
 )
-"""The kinds of the frameworks' `KubeflowKind`s (a test holds them equal)."""
+"""The kinds of the frameworks' `KubeflowKind`s (a test holds them equal), then those only a converted job of that
+kind renders as (its `spec.controller`: XGBoostJob, PaddleJob)."""
 MPI_OPERATOR_VERSION = "v2beta1"
 MPIJOBS_V2 = Resource(GROUP, MPI_OPERATOR_VERSION, "mpijobs", "MPIJob")
 """The MPI Operator's MPIJob (`mpi.mpiJobVersion: v2beta1`)."""
+CONTROLLER_KINDS: dict[str, tuple[str, str, str]] = {
+    "PyTorchJob": ("pytorchReplicaSpecs", "pytorch", "pytorchjob-port"),
+    "TFJob": ("tfReplicaSpecs", "tensorflow", "tfjob-port"),
+    "MPIJob": ("mpiReplicaSpecs", "mpi", "mpijob-port"),
+    "JAXJob": ("jaxReplicaSpecs", "jax", "jaxjob-port"),
+    "XGBoostJob": ("xgbReplicaSpecs", "xgboost", "xgboostjob-port"),
+    "PaddleJob": ("paddleReplicaSpecs", "paddle", "master"),
+}
+"""A converted job's own kind (`spec.controller`, kubeflow.org/v1) → its replica specs, container, port names:
+it renders back as that kind, whatever kubetrain framework stands for it."""
 INDEX_ENV = env_names.REPLICA_INDEX
 INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
 OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
@@ -135,13 +149,24 @@ class KubeflowFlavor(Flavor):
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
+        controller = spec.controller if spec is not None else None
         # The operator names a Service after each replica: the job name must start with a letter.
         if _mpi_v2(spec):
             # The MPI Operator's pods: hostname `<job>-worker-<i>` in its headless Service `<job>-worker`.
             base = base_name(name, room_for_base(counts, 0), rfc1035=True)
             return Layout(base, f"{base}-{{role}}-{{index}}.{base}-worker", f"{base}-worker", INDEX_ENV)
         base = base_name(name, room_for_base(counts, 0), rfc1035=True)
-        return Layout(base, f"{base}-{{role}}-{{index}}", None, INDEX_ENV)
+        # A job of the operator's own kind keeps its replica types' names (`<job>-master-0` for a TFJob's Master).
+        names = ({role: r.name.lower() for role, r in controller.roles.items() if r.name.lower() != role}
+                 if controller is not None and self.runs_controller(controller) else {})
+        return Layout(base, f"{base}-{{role}}-{{index}}", None, INDEX_ENV, names)
+
+    def runs_controller(self, controller: SpecController | None) -> bool:
+        if controller is None:
+            return False
+        if (controller.api_version, controller.kind) == (f"{GROUP}/{MPI_OPERATOR_VERSION}", "MPIJob"):
+            return True  # the MPI Operator's own (rendered as one: `spec.mpi`)
+        return controller.api_version == API_VERSION and controller.kind in CONTROLLER_KINDS
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         from ..render.policy import kubeflow_run_policy
@@ -150,23 +175,32 @@ class KubeflowFlavor(Flavor):
         if kind is None:
             return []
         v2 = _mpi_v2(ctx.spec)
+        controller = ctx.spec.controller if ctx.native else None
+        types = {v.role: (controller.roles[v.role].name if controller is not None and v.role in controller.roles
+                          else replica_type(v.role)) for v in ctx.roles}
         spec: dict[str, Any] = {
-            kind.replica_specs: {replica_type(v.role): _replica_spec(ctx, v, kind, v2) for v in ctx.roles},
+            kind.replica_specs: {types[v.role]: _replica_spec(ctx, v, kind, v2) for v in ctx.roles},
             "runPolicy": kubeflow_run_policy(ctx),
         }
         if kind.kind == "MPIJob":
             workers = [v for v in ctx.roles if v.role == "worker"]
-            spec["slotsPerWorker"] = workers[0].procs if workers else 1
+            slots = controller.slots_per_worker if controller is not None else None
+            spec["slotsPerWorker"] = slots or (workers[0].procs if workers else 1)
         if v2:
             assert ctx.ssh is not None and ctx.ssh.auth_path is not None
             spec["sshAuthMountPath"] = ctx.ssh.auth_path
             spec["mpiImplementation"] = "OpenMPI"  # the launcher's mpirun options are Open MPI's
         if kind.kind == "PyTorchJob":
             procs = max(v.procs for v in ctx.roles)
-            if procs > 1:
+            if controller is not None and controller.nproc_per_node is not None:
+                spec["nprocPerNode"] = controller.nproc_per_node
+            elif controller is None and procs > 1:
                 spec["nprocPerNode"] = str(procs)
             elastic = ctx.spec.elastic
-            if elastic is not None:
+            if controller is not None and controller.elastic_policy is not None:
+                # The job file's own policy, as written: the operator gives torchrun its PET_* from it.
+                spec["elasticPolicy"] = controller.elastic_policy.model_dump(by_alias=True, exclude_none=True)
+            elif elastic is not None:
                 spec["elasticPolicy"] = {
                     "minReplicas": elastic.min_replicas,
                     "maxReplicas": elastic.max_replicas,
@@ -254,6 +288,12 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
     check_common(ctx)
     framework = ctx.spec.framework
     kind = support_of(framework).kubeflow
+    controller = ctx.spec.controller
+    if ctx.native and controller is not None:
+        from ....frameworks import KubeflowKind
+
+        specs, container, port = CONTROLLER_KINDS[controller.kind]
+        kind = KubeflowKind(controller.kind, specs, container, port, launcher_role=controller.kind == "MPIJob")
     others = flavors_that(lambda f: f.every_framework)
     if kind is None:
         ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
@@ -302,6 +342,7 @@ FLAVOR = KubeflowFlavor(
     version=VERSION,
     resources=RESOURCES,
     install="the Kubeflow training operator v1 (https://github.com/kubeflow/trainer)",
+    index_fields=(INDEX_FIELD,),
     features=Features(exit_code_overrides=False, terminate_after_preemption=False,
                       clean_pod_policies=("All", "Running", "None"), gang=True, partial_gang=True,
                       every_framework=False),

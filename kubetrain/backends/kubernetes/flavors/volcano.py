@@ -32,6 +32,7 @@ from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
+    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..diagnose import Diagnosis
@@ -69,9 +70,16 @@ class VolcanoFlavor(Flavor):
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
         from ..render.context import Layout, base_name, room_for_base
 
+        controller = spec.controller if spec is not None else None
         # The svc plugin names the Service after the job: the name must start with a letter.
         base = base_name(name, room_for_base(counts, 0), rfc1035=True)
-        return Layout(base, f"{base}-{{role}}-{{index}}.{base}", base, INDEX_ENV)
+        # A Volcano Job's own tasks keep their names (the hosts `<job>-<task>-<i>.<job>` its pods use).
+        names = ({role: r.name for role, r in controller.roles.items() if r.name != role}
+                 if controller is not None and self.runs_controller(controller) else {})
+        return Layout(base, f"{base}-{{role}}-{{index}}.{base}", base, INDEX_ENV, names)
+
+    def runs_controller(self, controller: SpecController | None) -> bool:
+        return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "Job")
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         from ..render.policy import check_common, gang_size, volcano_policies
@@ -97,6 +105,14 @@ class VolcanoFlavor(Flavor):
             plugins["ssh"] = ssh_plugin  # the keys of workers that run an sshd of their own
         elif ctx.launcher_style and ctx.ssh is None:
             plugins["ssh"] = []  # passwordless ssh between the pods, for the deepspeed launcher's own command
+        controller = ctx.spec.controller
+        if ctx.native and controller is not None:
+            from ....frameworks.controllers.volcano import plugins as given
+
+            # Volcano's own plugins, as the job file asks for them, give what its containers read; kubetrain's
+            # env and svc are there too for its own start-up script (the task index, the host names). The ssh
+            # plugin is kubetrain's to decide, with the job's sshAuthMountPath (render/mpi_ssh.py).
+            plugins = {**plugins, **{k: v for k, v in given(controller).items() if k != "ssh"}}
         spec: dict[str, Any] = {
             "schedulerName": scheduling.scheduler_name or SCHEDULER,
             "minAvailable": gang,
@@ -217,7 +233,8 @@ def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..render.policy import volcano_task_policies
 
     style = PodStyle(index_env=INDEX_ENV, engine_env=("VC_TASK_INDEX",), pod_scheduler=False)
-    out: dict[str, Any] = {"name": view.role, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
+    task = ctx.layout.role_names.get(view.role, view.role)
+    out: dict[str, Any] = {"name": task, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
     # A role with a restartPolicy of its own: its task's policies, which Volcano reads before the job's.
     policies = volcano_task_policies(ctx, view.role)
     if ctx.launcher_style and not view.hosting:

@@ -127,10 +127,12 @@ def render_manifests(
         name = job.metadata.name or generated_name(job.metadata.name_prefix or "job-")
     layout = chosen.layout(name, replica_counts(job.spec), job.spec)
     problems = Problems()
-    topology, roles, files = wire_roles(job, name, layout, problems)
+    native = chosen.runs_controller(job.spec.controller)
+    topology, roles, files, the_plan = wire_roles(job, name, layout, problems, native=native)
     api_access = api_access or job.spec.api_access
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
-    ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems)
+    ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems, paths=dict(the_plan.paths),
+              names=dict(the_plan.names), native=native)
     check_spec(ctx)
     mpi_ssh.apply(ctx)
     objects = chosen.objects(ctx)

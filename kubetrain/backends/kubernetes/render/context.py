@@ -24,9 +24,10 @@ from ....contract.labels import (
 from ....contract.naming import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
 from ....frameworks import RoleWiring, Topology, Value, support_of
 from ....frameworks.common import program_argv
+from ....frameworks.controllers import role_port
 from ....jobspec import JobSpec, ReplicaSettings, TrainJob
 from ....jobspec.errors import Path
-from ....plan import plan, replica_counts, settings_for
+from ....plan import Plan, plan, replica_counts, settings_for
 from .errors import Problems
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ class Layout:
     """The headless Service (or JobSet subdomain) that publishes those names."""
     index_env: str
     """Variable holding the replica's index inside a pod."""
+    role_names: dict[str, str] = field(default_factory=dict)
+    """Role → the name its objects and host names carry, where it is not the role's own (a Volcano task or
+    Kubeflow replica type named as the job file names it)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,11 @@ class RoleView:
     hosting: bool = False
     """The replicas host processes another role's launcher starts (MPI workers): they never end on their own,
     whatever they run (a wait, sshd), so the launcher's end is the job's."""
+    entrypoint: bool = False
+    """`argv` are the arguments of the image's own ENTRYPOINT (`run.entrypoint`): the container has no command,
+    so kubetrain's start-up script does not run."""
+    env_by_index: dict[int, dict[str, Value]] = field(default_factory=dict)
+    """Variables only some replicas get (replica index → its own): a controller's rank 0 (`RoleWiring`)."""
 
 
 def room_for_base(counts: dict[str, int], per_role_extra: int) -> int:
@@ -115,6 +124,13 @@ class Ctx:
     warnings: list[str] = field(default_factory=list)
     ssh: Transport | None = None
     """How an MPI launcher reaches its workers on this flavor (`mpi_ssh.apply`), if over ssh."""
+    paths: dict[str, str] = field(default_factory=dict)
+    """Files a controller places at absolute paths (`/etc/volcano/worker.host`), mounted there from the files
+    ConfigMap (`spec.controller`, on a flavor without that controller)."""
+    names: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Host names the job's controller makes resolvable → the replica each names (`spec.controller`)."""
+    native: bool = False
+    """The flavor's engine is the job's controller itself: it gives the contract, kubetrain adds its own."""
 
     @property
     def spec(self) -> JobSpec:
@@ -194,15 +210,21 @@ class Ctx:
 
 
 def wire_roles(
-    job: TrainJob, name: str, layout: Layout, problems: Problems
-) -> tuple[Topology, list[RoleView], dict[str, str]]:
-    """Plan every role over the flavor's uniform topology (stable DNS names, one port per role)."""
+    job: TrainJob, name: str, layout: Layout, problems: Problems, *, native: bool = False
+) -> tuple[Topology, list[RoleView], dict[str, str], Plan]:
+    """Plan every role over the flavor's uniform topology (stable DNS names, one port per role). A job under a
+    controller's contract listens on that controller's ports; `native`: the flavor's engine is that controller."""
     spec = job.spec
     counts = replica_counts(spec)
-    port = support_of(spec.framework).default_port
-    topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports={r: port for r in counts})
+    controller = spec.controller
+    if controller is not None:
+        ports = {r: role_port(controller, r) for r in counts}
+    else:
+        ports = dict.fromkeys(counts, support_of(spec.framework).default_port)
+    topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports=ports,
+                        role_names=dict(layout.role_names))
     # One launcher per replica (torchrun), as kubetrain is not in the image to start each process.
-    the_plan = plan(job, topology, name=name, files_dir=FILES_DIR, launcher_procs=False)
+    the_plan = plan(job, topology, name=name, files_dir=FILES_DIR, launcher_procs=False, native_controller=native)
     views: list[RoleView] = []
     for wiring in the_plan.roles:
         role, replicas = wiring.role, wiring.replicas
@@ -225,8 +247,10 @@ def wire_roles(
             argv = wiring.processes[0].argv
         else:
             argv = _own_program(spec, role)
-        views.append(RoleView(role, replicas, wiring, settings, env, argv, procs, hosting=not wiring.processes))
-    return topology, views, dict(the_plan.files)
+        entrypoint = bool(wiring.processes) and wiring.processes[0].entrypoint
+        views.append(RoleView(role, replicas, wiring, settings, env, argv, procs, hosting=not wiring.processes,
+                              entrypoint=entrypoint, env_by_index=dict(wiring.env_by_index)))
+    return topology, views, dict(the_plan.files), the_plan
 
 
 def _own_program(spec: JobSpec, role: str) -> tuple[str, ...] | None:

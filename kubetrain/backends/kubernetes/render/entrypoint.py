@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -89,15 +89,20 @@ def quote(text: str) -> str:
 
 
 def index_expr(piece: Idx, index_env: str) -> str:
-    """`scale * index + offset` as shell arithmetic on the index variable."""
-    expr = index_env if piece.scale == 1 else f"{index_env} * {piece.scale}"
+    """`scale * (index / div % mod) + offset` as shell arithmetic on the index variable."""
+    part = index_env
+    if piece.div != 1:
+        part = f"{part} / {piece.div}"
+    if piece.mod:
+        part = f"({part}) % {piece.mod}"
+    expr = part if piece.scale == 1 else f"({part}) * {piece.scale}" if part != index_env else f"{part} * {piece.scale}"
     if piece.offset:
         expr += f" + {piece.offset}"
     return f'"$(({expr}))"'
 
 
 def addrs_expr(piece: Addrs, topology: Topology) -> str:
-    prefix, _, suffix = topology.host_pattern.format(role=piece.role, index="\0").partition("\0")
+    prefix, _, suffix = topology.host_pattern.format(role=topology.name_of(piece.role), index="\0").partition("\0")
     suffix += f":{topology.role_ports[piece.role]}"
     return f'"$(kt_addrs {quote(prefix)} {quote(suffix)} {int(topology.roles[piece.role])})"'
 
@@ -177,13 +182,16 @@ def script(
     mode: Mode,
     lines: Iterable[str] = (),
     args: Iterable[tuple[int, str]] = (),
+    by_index: Mapping[int, Sequence[tuple[str, str]]] | None = None,
 ) -> Script:
     """`exports`: (variable name, shell word) in order. Names must be shell names (checked here). `lines`:
     kubetrain's own shell, run after the exports and before the program (MPI's ssh: render/mpi_ssh.py). `args`:
     the program's arguments computed here (run.expandEnv): (position counted from the last argument, shell
-    word), after those."""
+    word), after those. `by_index`: exports only the replica of that index gets, after the others (a
+    controller's rank 0)."""
     exports = list(exports)
     extra = list(lines)
+    by_index = dict(by_index or {})
     lines = ["set -e"]
     if index_env is not None:
         if not is_shell_name(index_env):
@@ -194,12 +202,18 @@ def script(
             f"case \"${{{index_env}-}}\" in ''|*[!0-9]*) "
             f"echo \"kubetrain: {index_env} is not a replica index: '${{{index_env}-}}'\" >&2; exit 64;; esac"
         )
-    if any("kt_addrs " in word for _, word in exports):
+    every = [*exports, *(item for items in by_index.values() for item in items)]
+    if any("kt_addrs " in word for _, word in every):
         lines.append(_ADDRS_FUNCTION)
-    for name, word in exports:
+    for name, _word in every:
         if not is_shell_name(name):
             raise ValueError(f"{name!r} is not a shell variable name")
-        lines.append(f"export {name}={word}")
+    lines += [f"export {name}={word}" for name, word in exports]
+    if by_index and index_env is not None:
+        lines.append(f'case "${index_env}" in')
+        for index, items in sorted(by_index.items()):
+            lines.append(f"  {int(index)}) " + "; ".join(f"export {name}={word}" for name, word in items) + ";;")
+        lines.append("esac")
     lines.extend(extra)
     if mode != "wait":
         lines += args_lines(args)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ....contract.expansion import escape, references
-from ....frameworks import is_static
+from ....frameworks import Idx, is_static
 from ....jobspec import Security
 from ....jobspec.errors import format_path
 from ....jobspec.kube_models import kube_to_dict
@@ -69,6 +69,9 @@ class PodStyle:
     """Set the pod's schedulerName (Volcano sets it from the job's instead)."""
     automount_token: bool | None = None
     """Force automountServiceAccountToken (an operator that needs the API in the pod)."""
+    index_source: str | None = None
+    """A downward-API field that holds the replica's index (a pod whose image runs by its ENTRYPOINT has no
+    start-up script to compute it from `index_env`)."""
 
 
 def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
@@ -84,7 +87,7 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     # Debug holds the program; what a hosting replica runs (sshd) serves the launcher started by hand.
     mode: Mode = "wait" if view.argv is None else ("debug" if debug and not view.hosting else "exec")
     entry = script(index_env=style.index_env, exports=exports, mode=mode, lines=ssh.lines,
-                   args=expanded_argv(ctx, view, style, env, exports))
+                   args=expanded_argv(ctx, view, style, env, exports), by_index=index_exports(ctx, view, style))
 
     container: dict[str, Any] = {"name": style.container_name, "image": settings.image or ""}
     if settings.image is None:
@@ -94,10 +97,21 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
         )
     if settings.image_pull_policy:
         container["imagePullPolicy"] = settings.image_pull_policy
-    container["command"] = entry.command()
-    if view.argv is not None:
-        # The program's argv exactly as given: the kubelet would otherwise expand `$(VAR)` and `$$` in it.
-        container["args"] = [escape(arg) for arg in view.argv]
+    if view.entrypoint:
+        # The image's own ENTRYPOINT runs (no command): kubetrain's start-up script cannot run before it.
+        if view.argv:
+            container["args"] = list(view.argv)
+        if debug:
+            ctx.problems.add(ctx.where(view.role, "run", "entrypoint"), "runMode Debug holds the program in "
+                             "kubetrain's start-up script, which an image run by its ENTRYPOINT does not run",
+                             hint="give the container its command")
+    else:
+        container["command"] = entry.command()
+    if view.argv is not None and not view.entrypoint:
+        # The program's argv exactly as given: the kubelet would otherwise expand `$(VAR)` and `$$` in it. A
+        # container command under its controller's contract is the job file's, which the kubelet expands.
+        controller = ctx.spec.controller is not None
+        container["args"] = [arg if controller else escape(arg) for arg in view.argv]
     if settings.working_dir:
         container["workingDir"] = settings.working_dir
     container["env"] = env
@@ -145,8 +159,8 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     if volumes.volumes:
         spec["volumes"] = volumes.volumes
 
-    metadata: dict[str, Any] = {"labels": pod_labels(ctx, view)}
-    annotations = pod_annotations(ctx, view, resources)
+    metadata: dict[str, Any] = {"labels": {**controller_metadata(ctx, view, "labels"), **pod_labels(ctx, view)}}
+    annotations = {**controller_metadata(ctx, view, "annotations"), **pod_annotations(ctx, view, resources)}
     if annotations:
         metadata["annotations"] = annotations
     rendered = {"metadata": metadata, "spec": spec}
@@ -236,6 +250,18 @@ def container_env(
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """(container env list, script exports)."""
     user = list(view.settings.env or [])
+    controller = ctx.spec.controller is not None
+    if controller:
+        # A controller appends its variables after the container's own: on a name both set, its value is the
+        # one the program sees.
+        theirs = {name for name in view.env if not name.startswith("KUBETRAIN_")}
+        for var in user:
+            if var.name in theirs:
+                ctx.warn(f"{format_path(env_path(ctx, view, var.name))}: {var.name} is set by the "
+                         f"{ctx.spec.controller.kind if ctx.spec.controller else ''} controller too, whose value "
+                         "the program sees")
+        user = [var for var in user if var.name not in theirs]
+        user = [_renamed(ctx, var) for var in user]
     user_names = {var.name for var in user}
     env: list[dict[str, Any]] = []
     exports: list[tuple[str, str]] = []
@@ -257,6 +283,18 @@ def container_env(
             env.append({"name": name, "value": text.replace("$", "$$")})
             if _overridden(style, name):
                 exports.append((name, value_expr(text, style.index_env, ctx.topology)))
+        elif view.entrypoint:
+            # No start-up script runs before an image's ENTRYPOINT: the index comes from the downward API.
+            if value == (Idx(),) and ctx.flavor.index_fields:
+                env.append({"name": name, "valueFrom": {"fieldRef": {"fieldPath": ctx.flavor.index_fields[0]}}})
+            elif name.startswith("KUBETRAIN_"):
+                ctx.warn(f"role {view.role}: {name} is not set: the image runs by its ENTRYPOINT, with no "
+                         "start-up script to compute it")
+            else:
+                ctx.problems.add(ctx.where(view.role, "run", "entrypoint"), f"the replicas need {name}, which "
+                                 "differs per replica and is computed by kubetrain's start-up script, which an image "
+                                 f"run by its ENTRYPOINT does not run on the {ctx.flavor.name} flavor",
+                                 hint="give the container its command, or use the flavor whose engine gives it")
         else:
             exports.append((name, value_expr(value, style.index_env, ctx.topology)))
             dynamic.add(name)
@@ -312,6 +350,52 @@ def expanded_argv(ctx: Ctx, view: RoleView, style: PodStyle, env: list[dict[str,
                              "which the start-up script cannot expand")
             continue
         out.append((len(view.argv) - 1 - position, word))  # counted from the end (`entrypoint.args_lines`)
+    return out
+
+
+def _renamed(ctx: Ctx, var: Any) -> Any:
+    """A user variable whose value names a host the job's controller makes resolvable (`<job>-master-0`), with
+    the name this flavor gives that replica (the same on the controller's own flavor)."""
+    if var.value is None or not ctx.names or ctx.native:
+        return var
+    from ....contract.hostnames import localize, name_pattern
+
+    hosts = {name: ctx.topology.host(role, index) for name, (role, index) in ctx.names.items()}
+    value = localize(var.value, hosts, name_pattern(list(hosts)))
+    return var if value == var.value else var.model_copy(update={"value": value})
+
+
+def index_exports(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[int, list[tuple[str, str]]]:
+    """The variables only some replicas get (a controller's rank 0), as script exports by replica index."""
+    return {index: [(name, value_expr(value, style.index_env, ctx.topology)) for name, value in env.items()]
+            for index, env in view.env_by_index.items()}
+
+
+def controller_metadata(ctx: Ctx, view: RoleView, kind: str) -> dict[str, str]:
+    """The labels or annotations the job's controller gives its pods (JobSet's `jobset.sigs.k8s.io/...`), on a
+    flavor whose engine does not: those every replica shares. One a replica reads through the downward API that
+    differs per replica cannot be in a pod template: refused, naming the flavor that gives it (the flavor's own
+    index field stands for a per-replica index where the role is one Job of its replicas)."""
+    controller = ctx.spec.controller
+    if ctx.native or controller is None:
+        return {}
+    given = view.wiring.labels if kind == "labels" else view.wiring.annotations
+    read = {var.value_from.field_ref.field_path: var.name for var in view.settings.env or []
+            if var.value_from is not None and var.value_from.field_ref is not None}
+    out: dict[str, str] = {}
+    for key, value in given.items():
+        if is_static(value):
+            out[key] = value if isinstance(value, str) else "".join(str(p) for p in value)
+            continue
+        path = f"metadata.{kind}['{key}']"
+        if path not in read or (path in ctx.flavor.index_fields and value == (Idx(mod=view.replicas),)):
+            continue
+        from ....frameworks.controllers import contract_of
+
+        native = contract_of(controller).native_flavor
+        ctx.problems.add(env_path(ctx, view, read[path]), f"reads {path}, which the {controller.kind} controller "
+                         f"gives each pod its own value of; the {ctx.flavor.name} flavor's pods share one template",
+                         hint=f"use the {native} flavor, whose engine is that controller" if native else None)
     return out
 
 
