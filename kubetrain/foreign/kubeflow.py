@@ -559,7 +559,7 @@ PADDLEJOB = OperatorKind(
     "paddleReplicaSpecs",
     Framework.GENERIC,
     "paddle",
-    None,  # Paddle's own rendezvous port, which kubetrain does not wire: kept as a port
+    "master",  # the port the operator reads for PADDLE_MASTER
     _TORCH_LIKE,
     framework_note="kubetrain has no Paddle framework: a generic job with the same roles (KUBETRAIN_CLUSTER "
     "lists every replica's address); the operator's PADDLE_* variables are not set",

@@ -74,7 +74,7 @@ def test_every_field_of_the_kitchen_sink_is_accounted_for() -> None:
     mapped = {source: target for source, (verdict, target) in verdicts.items() if verdict == "mapped"}
     assert mapped == {
         "apiVersion": "apiVersion",
-        "kind": "kind",
+        "kind": "spec.controller.kind",
         "metadata.name": "metadata.name",
         "metadata.namespace": "metadata.namespace",
         "metadata.labels": "metadata.labels",

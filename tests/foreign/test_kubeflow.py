@@ -85,8 +85,11 @@ EXAMPLES_EXPECTED: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
         {"chief": 1, "worker": 1},
         {"python": ["../tensorflow-multiworker/train.py", "--epochs", "1", "--steps-per-epoch", "3"]},
     ),
-    "mpijob.yaml": ("mpi", {"launcher": 1, "worker": 2}, {"python": ["../mpi-allreduce/allreduce.py"]}),
-    "mpijob-v2beta1.yaml": ("mpi", {"launcher": 1, "worker": 2}, {"python": ["../mpi-allreduce/allreduce.py"]}),
+    # The launcher's mpirun runs as written, under the operator's contract (its hostfile, OMPI_MCA_*).
+    "mpijob.yaml": ("mpi", {"launcher": 1, "worker": 2},
+                    {"exec": ["mpirun", "--allow-run-as-root", "-np", "2", "python", "../mpi-allreduce/allreduce.py"]}),
+    "mpijob-v2beta1.yaml": ("mpi", {"launcher": 1, "worker": 2},
+                            {"exec": ["mpirun", "-n", "2", "python", "../mpi-allreduce/allreduce.py"]}),
     "xgboostjob.yaml": (
         "pytorch",
         {"master": 1, "worker": 2},
@@ -100,7 +103,7 @@ EXAMPLES_EXPECTED: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
         },
     ),
     "paddlejob.yaml": ("generic", {"worker": 2}, {"module": ["paddle.distributed.launch", "run_check"]}),
-    "jaxjob.yaml": ("jax", {"worker": 2}, {"python": ["../jax-env/print_env.py"]}),
+    "jaxjob.yaml": ("jax", {"worker": 2}, {"python": ["jax_operator_env.py"]}),
 }
 KUBEFLOW_FILES = sorted(EXAMPLES_EXPECTED)
 
@@ -125,8 +128,8 @@ def test_the_example_converts_to_the_framework_and_roles(name: str) -> None:
 
 
 def _flavors_for(job: TrainJob) -> list[str]:
-    """Every flavor, but kubeflow for a job whose framework has no operator kind (a generic PaddleJob)."""
-    return [f for f in FLAVORS if not (f == "kubeflow" and job.spec.framework.value == "generic")]
+    """Every flavor: a job of the operator's own kinds renders back as that kind on kubeflow (a PaddleJob)."""
+    return list(FLAVORS)
 
 
 @pytest.mark.parametrize("name", KUBEFLOW_FILES)
@@ -199,14 +202,13 @@ def test_every_field_of_the_pytorchjob_kitchen_sink_is_accounted_for() -> None:
         "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
         "status",
     }
-    assert {s for s, (v, _) in verdicts.items() if v == "approximated"} == {
-        "spec.elasticPolicy.rdzvPort",
-        "spec.elasticPolicy.rdzvId",
-        "spec.runPolicy.managedBy",
-        f"{c}.ports[0]",
-    }
+    assert {s for s, (v, _) in verdicts.items() if v == "approximated"} == {"spec.runPolicy.managedBy"}
     mapped = {s: t for s, (v, t) in verdicts.items() if v == "mapped"}
-    assert mapped["spec.nprocPerNode"] == "spec.procsPerReplica"
+    # The operator's contract reads these as written: nprocPerNode, the rendezvous, the port.
+    assert mapped["spec.nprocPerNode"] == "spec.controller.nprocPerNode"
+    assert mapped["spec.elasticPolicy.rdzvPort"] == "spec.controller.elasticPolicy.rdzvPort"
+    assert mapped["spec.elasticPolicy.rdzvId"] == "spec.controller.elasticPolicy.rdzvId"
+    assert mapped[f"{c}.ports[0]"] == "spec.controller.roles.worker.port"
     assert mapped["spec.elasticPolicy.maxRestarts"] == "spec.elastic.maxRestarts"
     assert mapped["spec.runPolicy.schedulingPolicy.queue"] == "spec.scheduling.queue"
     assert mapped[f"{c}.command"] == mapped[f"{c}.args"] == "spec.roles.worker.run"
@@ -215,7 +217,8 @@ def test_every_field_of_the_pytorchjob_kitchen_sink_is_accounted_for() -> None:
         assert mapped[carried] == "spec.roles.worker.podTemplate", carried
     spec = job.spec
     worker = job.spec.role_settings("worker")
-    assert (spec.framework.value, spec.procs_per_replica, spec.service_account) == ("pytorch", 2, "trainer")
+    assert (spec.framework.value, spec.service_account) == ("pytorch", "trainer")
+    assert spec.controller is not None and spec.controller.nproc_per_node == "2"
     assert spec.elastic is not None
     assert (spec.elastic.min_replicas, spec.elastic.max_replicas, spec.elastic.max_restarts) == (1, 3, 5)
     assert (spec.scheduling.queue, spec.scheduling.min_available, spec.scheduling.priority_class) == (
@@ -345,8 +348,10 @@ PADDLE_SINK = """\
             {
                 "spec.tfReplicaSpecs.PS.replicas": "spec.roles.ps.replicas",
                 "spec.tfReplicaSpecs.Master.replicas": "spec.roles.chief.replicas",
+                # the operator's contract reads its port (TF_CONFIG's addresses)
+                "spec.tfReplicaSpecs.Master.template.spec.containers[0].ports[0]": "spec.controller.roles.chief.port",
             },
-            {"spec.successPolicy", "spec.tfReplicaSpecs.Master.template.spec.containers[0].ports[0]"},
+            {"spec.successPolicy"},
             {"spec.enableDynamicWorker", "spec.runPolicy.managedBy"},
         ),
         (
@@ -376,7 +381,6 @@ PADDLE_SINK = """\
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]": "spec.roles.launcher.podTemplate",
             },
             {
-                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].command",
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].name",
                 "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].name",
             },
@@ -386,7 +390,6 @@ PADDLE_SINK = """\
             PADDLE_SINK,
             {"spec.paddleReplicaSpecs.Worker.replicas": "spec.roles.worker.replicas"},
             {
-                "kind",
                 "spec.paddleReplicaSpecs.Master.template.spec.containers[0].name",
                 "spec.paddleReplicaSpecs.Worker.template.spec.containers[0].name",
             },
@@ -407,14 +410,18 @@ def test_kind_specific_fields_are_accounted_for(
     assert {s for s, (v, _) in verdicts.items() if v == "refused"} == refused
 
 
-def test_the_mpi_launchers_mpirun_becomes_kubetrains_program_and_options() -> None:
+def test_the_mpi_launchers_mpirun_runs_as_written_under_the_operators_contract() -> None:
+    """No launcher inside a launcher: the launcher's own mpirun line is the program, the operator's hostfile
+    and slots come with its contract (spec.controller)."""
     job = convert(_doc(MPIJOB_V2_SINK)).job
     assert job.spec.run is not None
-    assert job.spec.run.module == ["train"]
-    assert job.spec.run.other_args == ["--mca", "btl", "^openib", "-x", "NCCL_DEBUG"]
-    assert job.spec.role_settings("worker").procs_per_replica == 2
+    assert job.spec.run.exec == ["mpirun", "--allow-run-as-root", "-np", "4", "--mca", "btl", "^openib", "-x",
+                                 "NCCL_DEBUG", "python3", "-m", "train"]
+    controller = job.spec.controller
+    assert controller is not None and (controller.slots_per_worker, controller.mpi_implementation) == (2, "Intel")
     v1 = convert(_doc(MPIJOB_V1_SINK)).job
-    assert v1.spec.run is not None and v1.spec.run.exec == ["./solver"]  # mainContainer named the program's
+    # mainContainer named the program's container
+    assert v1.spec.run is not None and v1.spec.run.exec == ["mpirun", "-n", "2", "./solver"]
     assert v1.spec.run_policy.clean_pod_policy == "All"
 
 

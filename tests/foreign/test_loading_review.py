@@ -97,7 +97,7 @@ def test_a_rule_over_several_source_fields_names_the_part_they_share(tmp_path: P
     done = cli("validate", path)
     assert done.returncode == 2
     assert done.stderr.startswith(
-        f"error: {path}:6: spec.config.run: set exactly one of python, module, exec, customCommand "
+        f"error: {path}:6: spec.config.run: set exactly one of python, module, exec, customCommand, entrypoint "
         "(got python, module) (as TrainJob spec.run)"
     )
 

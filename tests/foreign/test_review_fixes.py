@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
+import kubetrain
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.contract.choices import FLAVORS
 from kubetrain.foreign import convert
 from kubetrain.foreign.loader import load_job_file
-from kubetrain.jobspec import SpecError
+from kubetrain.jobspec import Run, SpecError
+from tests.support.helpers import cli
+from tests.support.kubelet import containers_of
 from tests.support.manifest_schemas import assert_valid
 
 PROGRAM = ["python", "-c", "print(1)"]
@@ -130,8 +133,9 @@ def test_a_false_debug_flag_claims_nothing() -> None:
     assert conversion.sources_of().get("spec.runMode") == ["spec.runMode.pause.enable"]
 
 
-def test_args_without_a_command_are_refused_with_the_field_and_a_hint(tmp_path: Path) -> None:
-    """The image's entrypoint is not in the file: kubetrain cannot run args alone, here nor in a pod."""
+def test_args_without_a_command_run_the_images_entrypoint_on_kubernetes_and_are_refused_here(tmp_path: Path) -> None:
+    """The image's ENTRYPOINT runs the args: valid for Kubernetes (the container keeps no command, as written);
+    refused locally before anything starts, naming the image and the source line, with the way out."""
     path = tmp_path / "xgb.yaml"
     path.write_text(
         textwrap.dedent(
@@ -152,19 +156,24 @@ def test_args_without_a_command_are_refused_with_the_field_and_a_hint(tmp_path: 
             """
         )
     )
-    with pytest.raises(SpecError) as caught:
-        load_job_file(path)
-    (error,) = caught.value.errors
-    assert error.path[-1] == "args" and error.line == 13 and error.file is not None
-    assert "entrypoint" in error.message and error.hint is not None and "command" in error.hint
+    job, _ = load_job_file(path)
+    assert job.spec.role_settings("master").run == Run(entrypoint=["--job_type=Train"])
+    for flavor in ("kubeflow", "job"):
+        (container,) = containers_of(kubetrain.render(job, flavor))
+        assert "command" not in container and container["args"] == ["--job_type=Train"], flavor
+    refused = cli("run", path)
+    assert refused.returncode == 2, refused.stderr
+    assert f"{path}:13: spec.xgbReplicaSpecs.Master.template.spec.containers[0].args" in refused.stderr
+    assert "ENTRYPOINT (xgb:1)" in refused.stderr and "give the container its command" in refused.stderr
 
 
 def test_an_approximation_without_a_home_of_its_own_says_only_how() -> None:
-    doc = _pytorchjob([{**MAIN, "ports": [{"name": "pytorchjob-port", "containerPort": 23456}]}])
+    doc = _pytorchjob([MAIN])
+    doc["spec"]["runPolicy"] = {"managedBy": "kubeflow.org/training-operator"}
     conversion = convert(doc)
-    port = [n for n in conversion.approximated() if n.source.endswith("ports[0]")]
-    assert len(port) == 1 and port[0].target is None
-    assert "as None" not in str(port[0]) and "approximated: the framework's rendezvous port" in str(port[0])
+    managed = [n for n in conversion.approximated() if n.source == "spec.runPolicy.managedBy"]
+    assert len(managed) == 1 and managed[0].target is None
+    assert "as None" not in str(managed[0]) and "approximated: the operator's default" in str(managed[0])
     assert not any("as None" in line for line in conversion.warnings())
 
 

@@ -110,7 +110,7 @@ def test_convert_names_every_source_of_a_value_without_cutting_and_never_none(tm
     assert done.returncode == 0, done.stderr
     assert "…" not in done.stdout and "→ None" not in done.stdout and " None:" not in done.stdout
     # an approximated field that went nowhere of its own is listed with its reason alone
-    assert "spec.elasticPolicy.rdzvPort: kubetrain sets the rendezvous endpoint" in done.stdout
+    assert "spec.runPolicy.managedBy: the operator's default" in done.stdout
     lines = done.stdout.splitlines()
     # a value fed by many source fields: each named in full on comment lines above it
     at = next(i for i, line in enumerate(lines) if line.strip() == "podTemplate:")
