@@ -14,13 +14,13 @@ per process with the kubelet's rules), so `ProcessPlan.env` is the framework's e
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
 from .frameworks.controllers import ContractContext, contract_of
-from .frameworks.launchers import DEEPSPEED, HOROVODRUN, MPIRUN, TORCHRUN, run_launcher
+from .frameworks.launchers import TORCHRUN, run_launcher
 from .jobspec import FieldError, JobSpec, ReplicaSettings, SpecError, TrainJob
 from .jobspec.pod_template import with_template_defaults
 from .restart_policy import RestartRules
@@ -245,7 +245,7 @@ def plan(
             problems += contract.local_problems(cctx)
         else:
             _refuse_nested_launchers(ctx)
-            wiring = support_of(spec.framework).wire(ctx)
+            wiring = _entrypoint(ctx, support_of(spec.framework).wire(ctx))
         wirings.append(wiring)
         files.update(wiring.files)
         paths.update(wiring.paths)
@@ -267,8 +267,21 @@ def plan(
     )
 
 
-_WRAPPED_BY = {"mpi": (MPIRUN, HOROVODRUN), "deepspeed": (DEEPSPEED,)}
-"""Launchers a framework starts itself around the program: the same launcher in `run` would run inside it."""
+def _entrypoint(ctx: WireContext, wiring: RoleWiring) -> RoleWiring:
+    """A role whose `run.entrypoint` runs the image's own ENTRYPOINT: its process is that, with the framework's
+    variables; a framework that would start it under a launcher of its own cannot."""
+    run = ctx.settings.run
+    if run is None or run.entrypoint is None or not wiring.processes:
+        return wiring
+    args = tuple(run.entrypoint)
+    wrapped = [p.argv for p in wiring.processes if p.argv != args]
+    if wrapped:
+        own = ctx.spec.roles is not None and ctx.role in ctx.spec.roles and ctx.spec.roles[ctx.role].run is not None
+        where = ("spec", "roles", ctx.role, "run", "entrypoint") if own else ("spec", "run", "entrypoint")
+        raise SpecError([FieldError(where, f"runs the image's ENTRYPOINT, which the {ctx.spec.framework.value} "
+                                    f"framework would have to start under {wrapped[0][0]} here",
+                                    hint="give the command (run.exec), so kubetrain can start it under the launcher")])
+    return replace(wiring, processes=tuple(replace(p, entrypoint=True) for p in wiring.processes))
 
 
 def _refuse_nested_launchers(ctx: WireContext) -> None:
@@ -280,19 +293,22 @@ def _refuse_nested_launchers(ctx: WireContext) -> None:
     launcher = run_launcher(run)
     if launcher is None or run is None or run.custom_command is not None:
         return
+    support = support_of(ctx.spec.framework)
     framework = ctx.spec.framework.value
-    elastic = ctx.spec.elastic is not None and framework in ("pytorch", "deepspeed")
-    if launcher == TORCHRUN and framework in ("pytorch", "deepspeed"):
+    if launcher == TORCHRUN and support.torchrun:
         return  # unwrapped: pytorch's wiring runs it as written with the PET_* variables
+    elastic = ctx.spec.elastic is not None and support.torchrun
     form = "module" if run.module is not None else "exec"
-    where = ("spec", "roles", ctx.role, "run", form) if ctx.spec.roles and ctx.role in ctx.spec.roles and (
-        ctx.spec.roles[ctx.role].run is not None) else ("spec", "run", form)
-    if launcher in _WRAPPED_BY.get(framework, ()):
+    own = ctx.spec.roles is not None and ctx.role in ctx.spec.roles and ctx.spec.roles[ctx.role].run is not None
+    where = ("spec", "roles", ctx.role, "run", form) if own else ("spec", "run", form)
+    if launcher in support.wraps:
         why = f"kubetrain's {framework} framework starts {launcher} itself, so the job would run {launcher} " \
               f"inside {launcher}"
-    elif elastic or ctx.procs > 1:
-        why = f"kubetrain starts {'torchrun' if elastic else f'{ctx.procs} processes'} per replica around it, " \
-              f"so each replica would run {'a launcher inside a launcher' if elastic else f'{ctx.procs} {launcher}s'}"
+    elif elastic:
+        why = "kubetrain starts torchrun's elastic agent around it, so each replica would run a launcher inside a " \
+              "launcher"
+    elif ctx.procs > 1:
+        why = f"kubetrain starts {ctx.procs} processes per replica, so each replica would run {ctx.procs} {launcher}s"
     else:
         return
     raise SpecError([FieldError(where, f"starts {launcher}, and {why}",

@@ -286,11 +286,16 @@ def yaml_keys(node: object) -> set[str]:
 
 ALL_FIELDS = EXAMPLES / "all-fields"
 # Fields that exclude another one shown instead; the example names them in a comment.
-SHOWN_IN_COMMENTS = {"namePrefix", "module", "exec", "customCommand", "replicas",
+SHOWN_IN_COMMENTS = {"namePrefix", "module", "exec", "customCommand", "replicas", "entrypoint",
                      # framework mpi only (the example is a pytorch job)
                      "mpi", "mpiJobVersion",
                      # trials exclude replicas and elastic (the example has both)
-                     "trials", "completions", "parallelism"}
+                     "trials", "completions", "parallelism",
+                     # spec.controller: what a converted foreign file records (a TrainJob of its own runs
+                     # under kubetrain's framework wiring)
+                     "controller", "port", "jobs", "nprocPerNode", "elasticPolicy", "rdzvBackend", "rdzvHost",
+                     "rdzvPort", "rdzvId", "rdzvConf", "standalone", "nProcPerNode", "plugins", "subdomain",
+                     "slotsPerWorker", "mpiImplementation"}
 # Fields every flavor refuses today (docs/parity.md): in comments, so that the example renders for jobset
 # (tests/kubernetes/render/test_examples_parity.py).
 REFUSED_EVERYWHERE = {"preemptionLimit", "bucket", "prefix", "url", "accessKeySecret"}

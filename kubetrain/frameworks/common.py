@@ -95,6 +95,11 @@ class FrameworkSupport:
     rank0_host: str | None = None
     """The variable holding the first replica's host, where the framework gives one (MASTER_ADDR): what a
     TorchX AppDef's ${rank0_env} names."""
+    wraps: tuple[str, ...] = ()
+    """Launchers the framework starts itself around the program (`frameworks.launchers`: MPI's mpirun): a
+    `run` that is one of them would run inside it, and is refused."""
+    torchrun: bool = False
+    """A `run` that is torchrun runs as written, with torchrun's options as PET_* variables (pytorch's wiring)."""
     preload: tuple[str, ...] = ()
     """Modules the local backend imports once in a process that then forks the Python replicas. torch may
     be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);
@@ -169,6 +174,8 @@ def program_argv(run: Run, *, local_rank_arg: str | None = None) -> list[str]:
         return [PYTHON, *run.other_args, "-m", *run.module, *extra]
     if run.exec is not None:
         return [*run.exec, *run.other_args, *extra]
+    if run.entrypoint is not None:
+        return list(run.entrypoint)  # the image's ENTRYPOINT's arguments (`ProcessWiring.entrypoint`)
     assert run.custom_command is not None
     if isinstance(run.custom_command, str):
         return ["/bin/sh", "-c", run.custom_command]

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from ..contract import env_names
 from ..jobspec import FieldError, Framework, Run, SpecError
-from . import pytorch
+from . import launchers, pytorch
 from .common import FrameworkSupport, ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 from .hostfile import HOSTFILE, NODEFILE, hostfile, hostfile_path, nodefile
 from .values import Idx, Value, resolve
@@ -161,4 +161,4 @@ def _program(run: Run) -> list[str]:
 
 # DeepSpeed reads torch's env contract: the same port, and a PyTorchJob on the training operator.
 SUPPORT = FrameworkSupport(Framework.DEEPSPEED, wire, pytorch.DEFAULT_PORT, kubeflow=pytorch.KUBEFLOW,
-                           rank0_host="MASTER_ADDR")
+                           rank0_host="MASTER_ADDR", wraps=(launchers.DEEPSPEED,), torchrun=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..contract import env_names
 from ..jobspec import Framework
+from . import launchers
 from .common import (
     FrameworkSupport,
     KubeflowKind,
@@ -85,4 +86,5 @@ def forwarded(ctx: WireContext, env: dict[str, Value]) -> list[str]:
 
 SUPPORT = FrameworkSupport(Framework.MPI, wire, default_port=2222, implied_roles={LAUNCHER: 1},
                            kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"),
-                           program_role=LAUNCHER, ssh_launcher=True)
+                           program_role=LAUNCHER, ssh_launcher=True,
+                           wraps=(launchers.MPIRUN, launchers.HOROVODRUN))

@@ -114,5 +114,5 @@ def as_written(run: Run) -> list[str]:
 
 
 KUBEFLOW = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", launcher_role=False)
-SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, preload=("torch",),
+SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, torchrun=True, preload=("torch",),
                            rank0_host="MASTER_ADDR")

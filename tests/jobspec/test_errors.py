@@ -227,7 +227,7 @@ CASES: list[Bad] = [
           worker: {replicas: 2}  #!
         """), "spec.roles.worker.run", "nothing to run"),
     Bad("two-run-kinds", job("framework: pytorch\nrun: {python: [a.py], module: [b]}  #!\nreplicas: 2"), "spec.run",
-        "exactly one of python, module, exec, customCommand (got python, module)"),
+        "exactly one of python, module, exec, customCommand, entrypoint (got python, module)"),
     Bad("empty-run-list", job("framework: pytorch\nrun: {python: []}  #!\nreplicas: 2"), "spec.run.python",
         "at least the program"),
     Bad("empty-custom-command", job("framework: pytorch\nrun: {customCommand: ''}  #!\nreplicas: 2"),

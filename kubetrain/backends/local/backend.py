@@ -128,7 +128,6 @@ def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
     """`plan()` over this machine: every replica on 127.0.0.1, each on a port free right now."""
     from ...frameworks import local_topology
     from ...plan import plan, replica_counts
-
     from .launch import files_root
 
     counts = replica_counts(job.spec)

@@ -216,6 +216,67 @@ _TRIALS = {"spec.framework": "generic", "spec.replicas": DELETE, "spec.trials": 
 _TOGETHER = refused("its engine starts a job's pods together and restarts them as one: use the job flavor")
 
 
+def _controller(kind: str, api: str = "kubeflow.org/v1", **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": api, "kind": kind, **fields}
+
+
+_PT = {**_ROLES, "spec.controller": _controller("PyTorchJob")}
+_PT_TORCHRUN = {**_PT, "spec.run": {"exec": ["torchrun", "train.py"]}}
+_PT_ELASTIC = {"spec.run": {"exec": ["torchrun", "train.py"]},
+               "spec.controller": _controller("PyTorchJob", elasticPolicy={})}
+_TF = {"spec.framework": "tensorflow", "spec.replicas": DELETE, "spec.roles": {"chief": {}, "worker": {}},
+       "spec.controller": _controller("TFJob")}
+_PADDLE = {"spec.framework": "generic", "spec.controller": _controller("PaddleJob")}
+_JOBSET = {"spec.controller": _controller("JobSet", "jobset.x-k8s.io/v1alpha2")}
+_VOLCANO = {**_ROLES, "spec.controller": _controller("Job", "batch.volcano.sh/v1alpha1", plugins={"env": []})}
+_MPI = {"spec.framework": "mpi", "spec.controller": _controller("MPIJob", "kubeflow.org/v2beta1")}
+_NAMES_ONLY = same("it names hosts, and none of the job's values names one")
+_FREE_PORT = same("each replica listens on a free port of this machine")
+
+
+def _controller_rows() -> list[Row]:
+    """`spec.controller`: the job runs under its controller's contract (what a converted foreign file records)."""
+    rows = [
+        row("spec.controller.apiVersion", _PT, baseline=_ROLES),
+        row("spec.controller.kind", _PT, baseline=_ROLES),
+        row("spec.controller.name", {**_PADDLE, "spec.controller": _controller("PaddleJob", name="other")},
+            baseline=_PADDLE, kubeflow=same("the operator's values derive from the object's name, the job's")),
+        row("spec.controller.roles.*", {**_TF, "spec.controller": _controller("TFJob", roles={
+            "chief": {"name": "Master"}})}, baseline=_TF),
+        row("spec.controller.roles.*.name", {**_TF, "spec.controller": _controller("TFJob", roles={
+            "chief": {"name": "Master"}})}, baseline=_TF),
+        row("spec.controller.roles.*.port", {**_PT, "spec.controller": _controller("PyTorchJob", roles={
+            "master": {"name": "Master", "port": 29999}})}, baseline=_PT, local=_FREE_PORT),
+        row("spec.controller.roles.*.jobs", {**_JOBSET, "spec.replicas": 4, "spec.controller": _controller(
+            "JobSet", "jobset.x-k8s.io/v1alpha2", roles={"worker": {"name": "worker", "jobs": 2}})},
+            baseline={**_JOBSET, "spec.replicas": 4}),
+        row("spec.controller.nprocPerNode", {**_PT_TORCHRUN, "spec.controller": _controller(
+            "PyTorchJob", nprocPerNode="4")}, baseline=_PT_TORCHRUN),
+        row("spec.controller.plugins", {**_VOLCANO, "spec.controller": _controller(
+            "Job", "batch.volcano.sh/v1alpha1", plugins={"env": [], "svc": []})}, baseline=_VOLCANO,
+            volcano=same("the volcano flavor's job has the env and svc plugins already")),
+        row("spec.controller.subdomain", {**_JOBSET, "spec.controller": _controller(
+            "JobSet", "jobset.x-k8s.io/v1alpha2", subdomain="net")}, baseline=_JOBSET, local=_NAMES_ONLY,
+            kube=_NAMES_ONLY, jobset=ok("the JobSet's own subdomain, kept")),
+        row("spec.controller.slotsPerWorker", {**_MPI, "spec.controller": _controller(
+            "MPIJob", "kubeflow.org/v2beta1", slotsPerWorker=4)}, baseline=_MPI),
+        row("spec.controller.mpiImplementation", {**_MPI, "spec.controller": _controller(
+            "MPIJob", "kubeflow.org/v2beta1", mpiImplementation="Intel")}, baseline=_MPI),
+    ]
+    elastic = {"rdzvBackend": "etcd-v2", "rdzvHost": "rendezvous.example.com", "rdzvPort": 2379, "rdzvId": "one",
+               "rdzvConf": [{"key": "timeout", "value": "60"}], "standalone": True, "nProcPerNode": 2,
+               "maxRestarts": 4, "minReplicas": 1, "maxReplicas": 3}
+    for name, value in elastic.items():
+        path = f"spec.controller.elasticPolicy.{name}"
+        sample = {**_PT_ELASTIC, "spec.controller": _controller("PyTorchJob", elasticPolicy={name: value})}
+        if name == "rdzvConf":
+            rows += [row(f"{path}[].key", sample, baseline=_PT_ELASTIC),
+                     row(f"{path}[].value", sample, baseline=_PT_ELASTIC)]
+        else:
+            rows.append(row(path, sample, baseline=_PT_ELASTIC))
+    return rows
+
+
 def _mount(mount: dict[str, Any]) -> dict[str, Any]:
     return {"spec.mounts": [mount]}
 
@@ -274,6 +335,10 @@ ROWS: list[Row] = [
         row("spec.run.expandEnv", {"spec.run": {"python": ["train.py", "--rank", "$(RANK)"], "expandEnv": True}},
             baseline={"spec.run": {"python": ["train.py", "--rank", "$(RANK)"]}},
             kube=ok("computed by the start-up script, as the kubelet would expand a container's args")),
+        row("spec.run.entrypoint", {"spec.run": {"entrypoint": ["--steps", "5"]}},
+            local=refused("the image's ENTRYPOINT is in the image, not on this machine: give the command"),
+            volcano=refused("RANK differs per replica, and an image run by its ENTRYPOINT runs no start-up script "
+                            "to compute it (Volcano's pods carry no index field)")),
         row("spec.image", {"spec.image": "registry.example.com/train:2"}, local=ignored(_NO_CONTAINER)),
         row("spec.imagePullPolicy", {"spec.imagePullPolicy": "Always"}, local=ignored(_NO_CONTAINER)),
         row("spec.workingDir", {"spec.workingDir": "/workspace"},
@@ -488,7 +553,11 @@ ROWS: list[Row] = [
             kube=_TOGETHER, job=ok("the Indexed Job's completions")),
         row("spec.trials.parallelism", {**_TRIALS, "spec.trials": {"completions": 2, "parallelism": 2}},
             baseline=_TRIALS, at="spec.trials", kube=_TOGETHER, job=ok("the Indexed Job's parallelism")),
+        row("spec.runPolicy.successRoles", {**_ROLES, "spec.runPolicy.successRoles": ["master"]}, baseline=_ROLES,
+            job=same("the first role's Job decides the job's end"),
+            kubeflow=same("the operator's job completes when its master does")),
     ]),
+    *_section("Controllers", _controller_rows()),
 ]
 
 

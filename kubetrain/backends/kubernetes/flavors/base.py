@@ -79,6 +79,11 @@ class Features:
     trials: bool = False
     """Independent runs retried alone, at most parallelism at a time (spec.trials: an Indexed Job's completions
     and parallelism)."""
+    success_roles: bool = False
+    """The job completes when some roles have (runPolicy.successRoles, any of them); False: only when its first
+    role has, the engine's own rule (the job flavor's root Job, the training operator's master)."""
+    exclusive_jobs: bool = False
+    """A replicated Job of several Jobs keeps one Job each (a JobSet's exclusive-topology placement)."""
 
 
 @dataclass(frozen=True)

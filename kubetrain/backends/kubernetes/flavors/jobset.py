@@ -60,7 +60,10 @@ class JobSetFlavor(Flavor):
         return Layout(base, f"{base}-{{role}}-0-{{index}}.{subdomain}", subdomain, INDEX_ENV)
 
     def runs_controller(self, controller: SpecController | None) -> bool:
-        return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "JobSet")
+        # A replicated Job of several Jobs is rendered as one Job of their pods: the Job controller would give
+        # each pod its place in that one Job, so kubetrain gives the contract's indexes itself.
+        return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "JobSet") and all(
+            not r.jobs or r.jobs == 1 for r in controller.roles.values())
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         from ..render.policy import check_common, check_indexed_completions, jobset_failure_policy, suspended
@@ -82,7 +85,10 @@ class JobSetFlavor(Flavor):
             "replicatedJobs": jobs,
             "failurePolicy": jobset_failure_policy(ctx),
         }
-        if hosts:
+        success = ctx.spec.run_policy.success_roles
+        if success:
+            spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": list(success)}
+        elif hosts:
             spec["successPolicy"] = {"operator": "All", "targetReplicatedJobs": [v.role for v in runners]}
         if suspended(ctx):
             spec["suspend"] = True
@@ -201,7 +207,7 @@ FLAVOR = JobSetFlavor(
     auto=0,
     index_fields=("metadata.annotations['batch.kubernetes.io/job-completion-index']",
                   "metadata.labels['batch.kubernetes.io/job-completion-index']"),
-    features=Features(gang=True, gang_needs_kueue=True),
+    features=Features(success_roles=True, gang=True, gang_needs_kueue=True),
     controller=CONTROLLER,
 )
 

@@ -237,8 +237,9 @@ def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     out: dict[str, Any] = {"name": task, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
     # A role with a restartPolicy of its own: its task's policies, which Volcano reads before the job's.
     policies = volcano_task_policies(ctx, view.role)
-    if ctx.launcher_style and not view.hosting:
-        # The hosting replicas never finish on their own: the job is done when the launcher is.
+    if (ctx.launcher_style and not view.hosting) or view.role in (ctx.spec.run_policy.success_roles or ()):
+        # The hosting replicas never finish on their own: the job is done when the launcher is (or the roles
+        # runPolicy.successRoles names).
         policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
     if policies:
         out["policies"] = policies
@@ -252,7 +253,8 @@ FLAVOR = VolcanoFlavor(
     version=VOLCANO_JOBS.version,
     resources=(VOLCANO_JOBS,),
     install="Volcano (https://volcano.sh)",
-    features=Features(suspend=False, deadline=False, gang=True, partial_gang=True, pod_scheduler=False,
+    features=Features(success_roles=True, suspend=False, deadline=False, gang=True, partial_gang=True,
+                      pod_scheduler=False,
                       kueue_queue=False),
     oversize_hint="the jobset flavor's objects do not grow with the replica count",
     gpu_share_resources=("volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"),

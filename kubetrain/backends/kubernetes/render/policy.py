@@ -59,6 +59,24 @@ def _suspend_path(ctx: Ctx) -> tuple[str, ...]:
 # -- checks shared by the flavors ----------------------------------------------------------------------
 
 
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+
+def _exclusive_jobs(ctx: Ctx) -> None:
+    """A JobSet's replicated Job of several Jobs with exclusive placement (a node pool per Job): rendered as one
+    Job of all their pods, the placement would be one pool for every pod. Refused; one Job alone, or no
+    exclusive placement, keeps its meaning."""
+    controller = ctx.spec.controller
+    if controller is None or EXCLUSIVE not in ctx.job.metadata.annotations or ctx.flavor.features.exclusive_jobs:
+        return
+    several = [(role, found.jobs) for role, found in controller.roles.items() if found.jobs and found.jobs > 1]
+    for role, jobs in several:
+        ctx.problems.add(("spec", "controller", "roles", role, "jobs"),
+                         f"is {jobs} Jobs placed exclusively ({EXCLUSIVE}: a topology domain each), which the "
+                         f"{ctx.flavor.name} flavor would render as one Job of all their pods, in one domain",
+                         hint="run each Job as a JobSet of its own, or drop the annotation")
+
+
 def check_common(ctx: Ctx) -> None:
     """Refuse what the flavor cannot express (its `Features`), naming the flavors that can."""
     spec, problems = ctx.spec, ctx.problems
@@ -85,6 +103,12 @@ def check_common(ctx: Ctx) -> None:
         problems.unsupported(("spec", "trials"), "independent runs (completions, at most parallelism at a time, "
                              "each retried alone)", flavor, flavors_that(lambda f: f.trials),
                              hint=f"the {flavor} flavor starts a job's pods together and restarts them as one")
+    success = policy.success_roles
+    if success and not can.success_roles and list(success) != [ctx.roles[0].role]:
+        problems.unsupported(("spec", "runPolicy", "successRoles"), f"completing the job when {', '.join(success)} "
+                             "completes", flavor, flavors_that(lambda f: f.success_roles),
+                             hint=f"the {flavor} flavor's job completes when its first role ({ctx.roles[0].role}) does")
+    _exclusive_jobs(ctx)
     clean = policy.clean_pod_policy
     if clean is not None and clean not in can.clean_pod_policies:
         problems.unsupported(
