@@ -27,6 +27,7 @@ from kubetrain.contract import choices
 from kubetrain.contract.errors import UsageError
 from kubetrain.frameworks import FRAMEWORKS, support_of
 from kubetrain.jobspec import SpecError, from_dict
+from kubetrain.jobspec.controller import CONTROLLER_KINDS
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.cluster import job_doc
 from tests.support.manifest_schemas import assert_valid
@@ -168,9 +169,11 @@ def test_the_engines_verdict_is_the_jobs_phase(name: str) -> None:
     assert all(r.reason == "NotStarted" for r in st.replicas)
 
 
-def test_the_kubeflow_kinds_are_the_frameworks() -> None:
+def test_the_kubeflow_kinds_are_the_frameworks_and_the_converted_kinds() -> None:
+    """The frameworks' kinds, and those a converted job of the operator's own kind renders back as."""
     kinds = {s.kubeflow.kind for s in FRAMEWORKS.values() if s.kubeflow is not None}
-    assert {r.kind for r in kubeflow.RESOURCES} == kinds
+    assert {r.kind for r in kubeflow.RESOURCES} == kinds | set(kubeflow.CONTROLLER_KINDS)
+    assert set(kubeflow.CONTROLLER_KINDS) == {kind for api, kind in CONTROLLER_KINDS if api == kubeflow.API_VERSION}
     assert all(r.group == kubeflow.FLAVOR.group and r.version == kubeflow.FLAVOR.version for r in kubeflow.RESOURCES)
 
 
