@@ -48,6 +48,8 @@ class Row:
     host and port on the backend that runs it."""
     sample: str = "main"
     """Which of the contract's samples the example is about."""
+    local_only: bool = False
+    """The example is what kubetrain gives on this machine, where that differs from the cluster (`local`)."""
     concrete: str = ""
     """The name this row takes in that sample, where `name` is a pattern (`VC_WORKER_HOSTS` for
     `VC_<TASK>_HOSTS`); "": `name` itself."""

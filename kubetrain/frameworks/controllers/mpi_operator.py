@@ -132,9 +132,10 @@ _ROWS = (
         "GPU)", example={"launcher-0": ""}, concrete="NVIDIA_VISIBLE_DEVICES"),
     Row("file", HOSTFILE, "the launcher", "`<job>-worker-<i>.<job>.<namespace>.svc slots=<slots>`, a line per "
         "worker", "`localhost slots=<workers × slots>`: every rank on this machine",
-        example={"launcher-0": "localhost slots=4\n"}),
+        example={"launcher-0": "localhost slots=4\n"}, local_only=True),
     Row("file", DISCOVER, "the launcher", "`#!/bin/sh` and `echo <worker>.<job>.<namespace>.svc` per running "
-        "worker", "`echo localhost:<workers × slots>`", example={"launcher-0": "#!/bin/sh\necho localhost:4\n"}),
+        "worker", "`echo localhost:<workers × slots>`", example={"launcher-0": "#!/bin/sh\necho localhost:4\n"},
+        local_only=True),
     Row("host", "<job>-worker-<i>.<job>", "each worker", "hostname `<job>-worker-<i>` in the subdomain `<job>` "
         "(and its namespace forms)", "127.0.0.1 in env values; warned in commands",
         example={"worker-1": "mpi-worker-1.mpi"}),

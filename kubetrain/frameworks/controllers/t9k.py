@@ -8,6 +8,8 @@ each node's processes itself; an elastic job runs torchrun's elastic agent, whos
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...jobspec.controller import Controller
 from .. import deepspeed
 from ..common import RoleWiring
@@ -16,8 +18,16 @@ from .base import Contract, ContractContext, Row
 API_VERSION = "batch.tensorstack.dev/v1beta1"
 
 
+NOT_THE_LAUNCHERS = ("NODE_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "NPROC_PER_NODE", "PYTHONUNBUFFERED")
+"""kubetrain's deepspeed framework variables that the deepspeed launcher does not set: left out."""
+
+
 def wire_deepspeedjob(cctx: ContractContext) -> RoleWiring:
-    return deepspeed.wire(cctx.ctx)
+    wiring = deepspeed.wire(cctx.ctx)
+    env = {k: v for k, v in wiring.env.items() if k not in NOT_THE_LAUNCHERS}
+    processes = tuple(replace(p, env={k: v for k, v in p.env.items() if k not in NOT_THE_LAUNCHERS})
+                      for p in wiring.processes)
+    return replace(wiring, env=env, processes=processes)
 
 
 def default_port(_controller: Controller, _type: str) -> int:

@@ -159,7 +159,6 @@ _SAMPLE = {
     "kind": "Job",
     "metadata": {"name": "vc"},
     "spec": {
-        "minAvailable": 3,
         "schedulerName": "volcano",
         "plugins": {"env": [], "svc": [], "pytorch": ["--master=master", "--worker=worker", "--port=23456"]},
         "tasks": [

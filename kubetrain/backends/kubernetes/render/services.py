@@ -7,7 +7,7 @@ from typing import Any
 
 from ....contract.naming import child_name, dns1035_label
 from .context import Ctx
-from .volumes import files_configmap_name, files_size
+from .volumes import files_configmap_name, files_size, path_key
 
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 """The API server's limit on a ConfigMap's data."""
@@ -55,9 +55,10 @@ def port_services(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 def files_configmap(ctx: Ctx) -> list[dict[str, Any]]:
-    if not ctx.files:
+    data = {**ctx.files, **({path_key(p): content for p, content in ctx.paths.items()} if not ctx.native else {})}
+    if not data:
         return []
-    size = files_size(ctx.files)
+    size = files_size(data)
     if size > CONFIGMAP_MAX_BYTES:
         ctx.problems.add(("spec",), f"the job's files (hostfile) take {size:,} bytes, over a ConfigMap's 1 MiB",
                          hint="fewer worker replicas (more processes per replica)")
@@ -65,7 +66,7 @@ def files_configmap(ctx: Ctx) -> list[dict[str, Any]]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": ctx.metadata(files_configmap_name(ctx)),
-        "data": dict(ctx.files),
+        "data": data,
     }]
 
 

@@ -76,6 +76,7 @@ def volume_plan(ctx: Ctx, view: RoleView, *, debug: bool) -> VolumePlan:
         claim(FILES_DIR, "the job's files (hostfile)", ("spec",))
         out.volumes.append({"name": FILES_VOLUME, "configMap": {"name": files_configmap_name(ctx)}})
         out.mounts.append({"name": FILES_VOLUME, "mountPath": FILES_DIR, "readOnly": True})
+    _controller_files(ctx, view, out, claim)
     if debug:
         claim(DEBUG_DIR, "runMode Debug", ("spec", "runMode"))
         out.volumes.append({"name": DEBUG_VOLUME, "emptyDir": {}})
@@ -104,6 +105,28 @@ def volume_plan(ctx: Ctx, view: RoleView, *, debug: bool) -> VolumePlan:
         out.volumes.append({"name": name, **volume})
         out.mounts.append({"name": name, "mountPath": dst, **item})
     return out
+
+
+def path_key(path: str) -> str:
+    """The files ConfigMap's key of a file a controller places at `path` (`/etc/volcano/ps.host` →
+    `etc--volcano--ps.host`): a ConfigMap key has no slash."""
+    return path.strip("/").replace("/", "--")
+
+
+def _controller_files(ctx: Ctx, view: RoleView, out: VolumePlan, claim: Any) -> None:
+    """The files the job's controller places at absolute paths (`/etc/volcano/<task>.host`, `/etc/mpi/hostfile`)
+    on a flavor whose engine does not: each folder a volume of the files ConfigMap, with those files only."""
+    folders: dict[str, list[str]] = {}
+    for path in sorted(view.wiring.paths):
+        folders.setdefault(path.rpartition("/")[0] or "/", []).append(path)
+    for i, (folder, paths) in enumerate(sorted(folders.items())):
+        name = f"kubetrain-controller-{i}"
+        if not claim(folder, "the controller's files", ("spec", "controller")):
+            continue
+        items = [{"key": path_key(p), "path": p.rpartition("/")[2], **({"mode": 0o555} if p.endswith(".sh") else {})}
+                 for p in paths]  # a script executable, as the MPI operator mounts discover_hosts.sh
+        out.volumes.append({"name": name, "configMap": {"name": files_configmap_name(ctx), "items": items}})
+        out.mounts.append({"name": name, "mountPath": folder, "readOnly": True})
 
 
 def _show(path: tuple[str | int, ...]) -> str:
@@ -181,4 +204,4 @@ def files_size(files: dict[str, str]) -> int:
 
 
 __all__ = ["DEBUG_VOLUME", "FILES_VOLUME", "SHM_VOLUME", "VolumePlan", "files_configmap_name", "files_size",
-           "volume_plan"]
+           "path_key", "volume_plan"]
