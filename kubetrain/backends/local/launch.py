@@ -780,7 +780,8 @@ def _paths_pattern(paths: Mapping[str, str]) -> re.Pattern[str] | None:
     folders = sorted({os.path.dirname(p) for p in paths}, key=len, reverse=True)
     if not folders:
         return None
-    return re.compile(rf"(?:{'|'.join(re.escape(f) for f in folders)})(?:/[^\s'\"`;|&)(<>$]*)?")
+    # Not `$KUBETRAIN_FILES_ROOT/etc/...` (nor any longer path ending so): only the absolute path itself.
+    return re.compile(rf"(?<![\w}}.~/-])(?:{'|'.join(re.escape(f) for f in folders)})(?:/[^\s'\"`;|&)(<>$]*)?")
 
 
 def missing_scripts(plan: Plan, folders: Mapping[str, str]) -> list[Refusal]:
