@@ -203,12 +203,15 @@ def test_env_values_naming_the_controllers_hosts_are_this_machine_and_commands_n
     assert any("names pt-master-0, a host name the PyTorchJob controller" in w for w in result.warnings)
 
 
-def test_a_render_without_the_controller_gives_env_values_the_flavors_names() -> None:
-    job = convert(pytorchjob(["python", "train.py"], env=[{"name": "PEER", "value": "pt-worker-0:6000"}])).job
+def test_a_render_without_the_controller_gives_env_values_the_flavors_names_and_warns_of_commands() -> None:
+    job = convert(pytorchjob(["python", "ping.py", "pt-master-0"],
+                             env=[{"name": "PEER", "value": "pt-worker-0:6000"}])).job
     rendered = render_manifests(job, "job")
     assert rendered.topology is not None
     env = {v["name"]: v.get("value") for v in main_container(pod_templates(rendered.objects)["master"])["env"]}
     assert env["PEER"] == f"{rendered.topology.host('worker', 0)}:6000"
+    assert any("its command names pt-master-0" in w and "the job flavor does not" in w for w in rendered.warnings)
+    assert not any("its command names" in w for w in render_manifests(job, "kubeflow").warnings)  # kept there
 
 
 def test_names_are_kept_on_the_flavor_whose_engine_is_the_controller() -> None:

@@ -84,6 +84,7 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     if ssh.env:
         view = replace(view, env={**view.env, **ssh.env})
     env, exports = container_env(ctx, view, style, debug=debug)
+    _unkept_names(ctx, view)
     # Debug holds the program; what a hosting replica runs (sshd) serves the launcher started by hand.
     mode: Mode = "wait" if view.argv is None else ("debug" if debug and not view.hosting else "exec")
     entry = script(index_env=style.index_env, exports=exports, mode=mode, lines=ssh.lines,
@@ -351,6 +352,24 @@ def expanded_argv(ctx: Ctx, view: RoleView, style: PodStyle, env: list[dict[str,
             continue
         out.append((len(view.argv) - 1 - position, word))  # counted from the end (`entrypoint.args_lines`)
     return out
+
+
+def _unkept_names(ctx: Ctx, view: RoleView) -> None:
+    """A command naming a host the job's controller makes resolvable (`<job>-master-0`), on a flavor whose pods
+    are named otherwise: said, with the exact name (the env values that name one get the flavor's names)."""
+    if ctx.native or not ctx.names or view.argv is None:
+        return
+    from ....contract.hostnames import name_pattern
+
+    pattern = name_pattern(list(ctx.names))
+    found = sorted({m.group(0) for word in view.argv for m in pattern.finditer(word)}) if pattern else []
+    controller = ctx.spec.controller
+    for name in found:
+        role, index = ctx.names[name]
+        ctx.warn(f"role {view.role}: its command names {name}, which the {controller.kind if controller else ''} "
+                 f"controller makes resolvable and the {ctx.flavor.name} flavor does not: that replica is "
+                 f"{ctx.topology.host(role, index)} here (pass it through the environment, or use the flavor whose "
+                 "engine is that controller)")
 
 
 def _renamed(ctx: Ctx, var: Any) -> Any:
