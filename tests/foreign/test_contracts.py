@@ -167,7 +167,7 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
     hosting = {r.key for r in plan(job).replicas if not r.processes}
     checked = 0
     for i, row in enumerate(contract.rows):
-        if row.sample != sample or not row.example or row.what in ("host", "command"):
+        if row.sample != sample or not row.example or row.what in ("host", "command") or row.cluster_only:
             continue
         for key, report in seen.items():
             says, value = expected(row, key, topology, root)

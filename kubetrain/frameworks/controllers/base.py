@@ -50,6 +50,8 @@ class Row:
     """Which of the contract's samples the example is about."""
     local_only: bool = False
     """The example is what kubetrain gives on this machine, where that differs from the cluster (`local`)."""
+    cluster_only: bool = False
+    """The example is the controller's, which a local run gives otherwise (`local` says how)."""
     concrete: str = ""
     """The name this row takes in that sample, where `name` is a pattern (`VC_WORKER_HOSTS` for
     `VC_<TASK>_HOSTS`); "": `name` itself."""

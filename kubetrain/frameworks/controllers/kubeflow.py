@@ -216,8 +216,8 @@ PYTORCHJOB = Contract(
         Row("env", "PET_NNODES", "every replica", "the replicas; with elasticPolicy `min:max`",
             example={"*": "3"}),
         Row("env", "PET_RDZV_ENDPOINT", "with elasticPolicy", "rdzvHost (default `<job>-worker-0`) : rdzvPort "
-            "(default the Worker's pytorchjob-port)", "worker 0's address", example={"*": "{addr:worker-0}"},
-            sample="elastic"),
+            "(default the Worker's pytorchjob-port)", "a rendezvous file in the job's folder (c10d), so that losing "
+            "worker 0 ends no rendezvous", example={"*": "{addr:worker-0}"}, sample="elastic", cluster_only=True),
         Row("env", "PET_RDZV_BACKEND", "with elasticPolicy", "rdzvBackend (default c10d)", example={"*": "c10d"},
             sample="elastic"),
         Row("env", "PET_NNODES", "with elasticPolicy", "`minReplicas:maxReplicas` (each the other, else the "
@@ -227,7 +227,8 @@ PYTORCHJOB = Contract(
         Row("env", "PET_RDZV_ID", "with elasticPolicy.rdzvId", "rdzvId", example={"*": "run-1"},
             sample="elastic"),
         Row("env", "PET_RDZV_CONF", "with elasticPolicy.rdzvConf", "`key=value` pairs joined by commas",
-            example={"*": "last_call_timeout=1"}, sample="elastic"),
+            "`store_type=file` before them (the rendezvous file)", example={"*": "last_call_timeout=1"},
+            sample="elastic", cluster_only=True),
         Row("env", "PET_STANDALONE", "with elasticPolicy.standalone: true", '""', example={"*": None},
             sample="elastic"),
         Row("host", "<job>-<type>-<i>", "each replica", "a Service per replica (also `.<namespace>`, "

@@ -19,7 +19,7 @@ def _example(row: Row) -> str:
         return ""
     shown = [f"{key}: {'(not set)' if value is None else repr(value)}" for key, value in row.example.items()]
     where = "" if row.sample == "main" else f" ({row.sample} sample)"
-    where += " (locally)" if row.local_only else ""
+    where += " (locally)" if row.local_only else " (on Kubernetes)" if row.cluster_only else ""
     return _cell("; ".join(shown) + where)
 
 
