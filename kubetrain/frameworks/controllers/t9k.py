@@ -24,6 +24,8 @@ NOT_THE_LAUNCHERS = ("NODE_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "NPROC_PER_N
 
 def wire_deepspeedjob(cctx: ContractContext) -> RoleWiring:
     wiring = deepspeed.wire(cctx.ctx)
+    if any(p.argv[:3] == ("/bin/sh", "-c", deepspeed.NODE_LAUNCH) for p in wiring.processes):
+        return wiring  # the node's deepspeed launcher starts the processes: it reads NODE_RANK, sets the rest
     env = {k: v for k, v in wiring.env.items() if k not in NOT_THE_LAUNCHERS}
     processes = tuple(replace(p, env={k: v for k, v in p.env.items() if k not in NOT_THE_LAUNCHERS})
                       for p in wiring.processes)
