@@ -204,13 +204,21 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
     assert checked, f"no row of {contract.kind}'s {sample} sample was checked"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[Contract, str]) -> None:
-    """Rendered for the job flavor (no controller at all), each container run as the kubelet would: the env
-    rows' values; the file rows' content mounted at their paths from the files ConfigMap."""
-    contract, sample = case
+WITHOUT = ("job", "jobset", "volcano")
+"""The flavors a contract is rendered into when their engine is not its controller."""
+RENDER_CASES = [(contract, sample, flavor) for contract, sample in CASES for flavor in WITHOUT
+                if flavor != contract.native_flavor]
+ENGINE_INDEX = {"job": ("JOB_COMPLETION_INDEX",), "jobset": ("JOB_COMPLETION_INDEX",),
+                "volcano": ("VK_TASK_INDEX", "VC_TASK_INDEX")}
+
+
+@pytest.mark.parametrize("case", RENDER_CASES, ids=[f"{case_id(c[:2])}-{c[2]}" for c in RENDER_CASES])
+def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[Contract, str, str]) -> None:
+    """Rendered for a flavor whose engine is not the controller, each container run as the kubelet would: the
+    env rows' values; the file rows' content mounted at their paths from the files ConfigMap."""
+    contract, sample, flavor = case
     job = converted(contract, sample)
-    rendered = render_manifests(job, "job")
+    rendered = render_manifests(job, flavor)
     topology = rendered.topology
     assert topology is not None
     templates = pod_templates(rendered.objects)
@@ -226,7 +234,7 @@ def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[C
             host = topology.host(role, index)
             fields = {"metadata.name": f"{rendered.name}-{role}-{index}", "status.podIP": host,
                       "status.hostIP": host}
-            env = kubelet_env(container, fields, {"JOB_COMPLETION_INDEX": str(index)})
+            env = kubelet_env(container, fields, dict.fromkeys(ENGINE_INDEX[flavor], str(index)))
             code, seen, err = run_container(container, env)
             assert code == 0 and seen is not None, err
             key = f"{role}-{index}"
