@@ -229,7 +229,8 @@ _TF = {"spec.framework": "tensorflow", "spec.replicas": DELETE, "spec.roles": {"
 _PADDLE = {"spec.framework": "generic", "spec.controller": _controller("PaddleJob")}
 _JOBSET = {"spec.controller": _controller("JobSet", "jobset.x-k8s.io/v1alpha2")}
 _VOLCANO = {**_ROLES, "spec.controller": _controller("Job", "batch.volcano.sh/v1alpha1", plugins={"env": []})}
-_MPI = {"spec.framework": "mpi", "spec.controller": _controller("MPIJob", "kubeflow.org/v2beta1")}
+_MPI_CONTRACT: dict[str, Any] = {"spec.framework": "mpi",
+                                 "spec.controller": _controller("MPIJob", "kubeflow.org/v2beta1")}
 _NAMES_ONLY = same("it names hosts, and none of the job's values names one")
 _FREE_PORT = same("each replica listens on a free port of this machine")
 
@@ -258,10 +259,10 @@ def _controller_rows() -> list[Row]:
         row("spec.controller.subdomain", {**_JOBSET, "spec.controller": _controller(
             "JobSet", "jobset.x-k8s.io/v1alpha2", subdomain="net")}, baseline=_JOBSET, local=_NAMES_ONLY,
             kube=_NAMES_ONLY, jobset=ok("the JobSet's own subdomain, kept")),
-        row("spec.controller.slotsPerWorker", {**_MPI, "spec.controller": _controller(
-            "MPIJob", "kubeflow.org/v2beta1", slotsPerWorker=4)}, baseline=_MPI),
-        row("spec.controller.mpiImplementation", {**_MPI, "spec.controller": _controller(
-            "MPIJob", "kubeflow.org/v2beta1", mpiImplementation="Intel")}, baseline=_MPI),
+        row("spec.controller.slotsPerWorker", {**_MPI_CONTRACT, "spec.controller": _controller(
+            "MPIJob", "kubeflow.org/v2beta1", slotsPerWorker=4)}, baseline=_MPI_CONTRACT),
+        row("spec.controller.mpiImplementation", {**_MPI_CONTRACT, "spec.controller": _controller(
+            "MPIJob", "kubeflow.org/v2beta1", mpiImplementation="Intel")}, baseline=_MPI_CONTRACT),
     ]
     elastic = {"rdzvBackend": "etcd-v2", "rdzvHost": "rendezvous.example.com", "rdzvPort": 2379, "rdzvId": "one",
                "rdzvConf": [{"key": "timeout", "value": "60"}], "standalone": True, "nProcPerNode": 2,

@@ -37,7 +37,6 @@ from .base import Controller, Features, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
-    from ....jobspec.controller import Controller as SpecController
     from ..capabilities import Capabilities
     from ..client.kube import Kube
     from ..lookup import Located
