@@ -241,7 +241,7 @@ def plan(
         )
         if contract is not None and controller is not None:
             cctx = ContractContext(ctx, controller, native_controller)
-            wiring = contract.wire(cctx)
+            wiring = _framework_launcher(ctx, contract.wire(cctx))
             problems += contract.local_problems(cctx)
         else:
             _refuse_nested_launchers(ctx)
@@ -265,6 +265,21 @@ def plan(
         names,
         tuple(problems),
     )
+
+
+def _framework_launcher(ctx: WireContext, wiring: RoleWiring) -> RoleWiring:
+    """A contract over a framework whose launcher kubetrain starts itself (MPI: a converter reads the launcher's
+    `mpirun` as kubetrain's run, and kubetrain's mpirun reaches the workers, over ssh on Kubernetes): each
+    role's processes and files are the framework's, with the contract's variables, files and names over them.
+    A launcher role whose run already is a launcher (horovodrun) runs as written, under the contract alone."""
+    support = support_of(ctx.spec.framework)
+    if not support.ssh_launcher:
+        return wiring
+    if ctx.role == support.program_role and run_launcher(ctx.settings.run) is not None:
+        return wiring
+    own = support.wire(ctx)
+    return replace(wiring, env={**own.env, **wiring.env}, processes=own.processes,
+                   files={**own.files, **wiring.files})
 
 
 def _entrypoint(ctx: WireContext, wiring: RoleWiring) -> RoleWiring:

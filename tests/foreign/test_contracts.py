@@ -21,7 +21,7 @@ import kubetrain
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.kubernetes.render.volumes import path_key
 from kubetrain.foreign import convert
-from kubetrain.frameworks import Topology
+from kubetrain.frameworks import Topology, support_of
 from kubetrain.frameworks.common import program_argv
 from kubetrain.frameworks.controllers import CONTRACTS, Contract, Row
 from kubetrain.frameworks.controllers.table import BEGIN, END, markdown
@@ -31,7 +31,7 @@ from kubetrain.jobspec.controller import CONTROLLER_KINDS
 from kubetrain.plan import plan
 from kubetrain.status import JobPhase
 from tests.support.helpers import ROOT, log_lines, no_process_left_behind  # noqa: F401 (fixture)
-from tests.support.kubelet import kubelet_env, main_container, pod_templates, run_container
+from tests.support.kubelet import kubelet_env, main_container, mounted_volumes, pod_templates, run_container
 
 DOCS = ROOT / "docs" / "foreign.md"
 CASES = [(contract, sample) for contract in CONTRACTS.values() for sample in contract.samples]
@@ -47,7 +47,14 @@ for path in sys.argv[1:]:
         files["/" + path] = open(root + "/" + path).read()
     except OSError:
         files["/" + path] = None
-print("CONTRACT " + json.dumps({"env": dict(os.environ), "files": files}), flush=True)
+# A line an item: an mpirun forwards its ranks' output in pieces, so one long line could be cut; and one rank
+# of an mpirun's world reports (they share the launcher's environment), so their lines are not interleaved.
+if os.environ.get("OMPI_COMM_WORLD_RANK", "0") != "0":
+    sys.exit(0)
+for name, value in os.environ.items():
+    print("CONTRACT env " + json.dumps([name, value]), flush=True)
+for path, text in files.items():
+    print("CONTRACT file " + json.dumps([path, text]), flush=True)
 """
 
 FIELD_VAR = "KT_FIELD_{}"
@@ -159,7 +166,9 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
     for key, lines in log_lines(result.status.job_id).items():  # by process: `worker-1`, `worker-1.0`
         for line in lines:
             if line.startswith("CONTRACT "):
-                seen[key] = json.loads(line.split(" ", 1)[1])
+                _, what, item = line.split(" ", 2)
+                name, value = json.loads(item)
+                seen.setdefault(key, {"env": {}, "files": {}})["env" if what == "env" else "files"][name] = value
     assert seen, "no replica reported"
     any_env = next(iter(seen.values()))["env"]
     topology = topology_of(json.loads(any_env["KUBETRAIN_CLUSTER"]))
@@ -184,10 +193,16 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
         for key in row.example:
             if key != "*":
                 assert key in seen or key.split(".")[0] in hosting, f"no replica {key} ran ({row.name})"
-    # Nothing given without a row: every variable of the controller a replica sees is in its table.
+    # Nothing given without a row: every variable of the controller a replica sees is in its table. Under a
+    # framework whose launcher kubetrain starts (MPI's mpirun), that launcher's variables and those its ranks
+    # get from the mpirun itself are not the controller's: only the contract's own are held to the table.
+    framework = framework_env(job)
     for key, report in seen.items():
         given = {name for name in report["env"] if name not in machine and name not in ("OMP_NUM_THREADS", "PATH")
                  and not name.startswith(("KUBETRAIN_", "KT_FIELD_"))}
+        if framework is not None:
+            role = key.split(".")[0].rpartition("-")[0]
+            given = {name for name in given if name in contract_env(job, role) and name not in framework}
         for name in sorted(given):
             assert documented(contract, sample, name), f"{contract.kind}: {key} gets {name}, which no row names"
     # Every host row names a replica the controller makes resolvable; every command runs as written.
@@ -200,8 +215,26 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
     for replica in plan(job).replicas:
         for process in replica.processes:
             run = replica.settings.run
-            assert run is not None and process.argv == tuple(program_argv(run)), process.argv  # not wrapped
+            assert run is not None
+            program = tuple(program_argv(run))
+            if framework is None:
+                assert process.argv == program, process.argv  # not wrapped
+            else:
+                # kubetrain's mpirun around the program, itself no launcher: one launcher, not two.
+                assert process.argv[-len(program):] == program and run_launcher(run) is None, process.argv
     assert checked, f"no row of {contract.kind}'s {sample} sample was checked"
+
+
+def framework_env(job: TrainJob) -> set[str] | None:
+    """The variables of the job's framework, when its launcher is kubetrain's (MPI), else None."""
+    if not support_of(job.spec.framework).ssh_launcher:
+        return None
+    own = plan(job.model_copy(update={"spec": job.spec.model_copy(update={"controller": None})}))
+    return {name for wiring in own.roles for name in wiring.env}
+
+
+def contract_env(job: TrainJob, role: str) -> set[str]:
+    return {name for wiring in plan(job).roles if wiring.role == role for name in wiring.env}
 
 
 WITHOUT = ("job", "jobset", "volcano")
@@ -213,7 +246,8 @@ ENGINE_INDEX = {"job": ("JOB_COMPLETION_INDEX",), "jobset": ("JOB_COMPLETION_IND
 
 
 @pytest.mark.parametrize("case", RENDER_CASES, ids=[f"{case_id(c[:2])}-{c[2]}" for c in RENDER_CASES])
-def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[Contract, str, str]) -> None:
+def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[Contract, str, str],
+                                                                    tmp_path: Path) -> None:
     """Rendered for a flavor whose engine is not the controller, each container run as the kubelet would: the
     env rows' values; the file rows' content mounted at their paths from the files ConfigMap."""
     contract, sample, flavor = case
@@ -228,14 +262,19 @@ def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[C
         container = main_container(template)
         if "command" not in container:
             continue  # an image run by its ENTRYPOINT: none of the samples
-        mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+        mounts_of = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
         volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        # What the start-up script reads from its volumes (an MPI launcher's ssh key), and an `ssh` that answers
+        # at once for its wait for the workers (tests/kubernetes/test_mpi_ssh.py runs the real one).
+        mounts = mounted_volumes(rendered.objects, template, tmp_path / role)
+        (tmp_path / "ssh").write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / "ssh").chmod(0o755)
         for index in range(topology.roles[role]):
             host = topology.host(role, index)
             fields = {"metadata.name": f"{rendered.name}-{role}-{index}", "status.podIP": host,
                       "status.hostIP": host}
             env = kubelet_env(container, fields, dict.fromkeys(ENGINE_INDEX[flavor], str(index)))
-            code, seen, err = run_container(container, env)
+            code, seen, err = run_container(container, env, path_dir=tmp_path, mounts=mounts)
             assert code == 0 and seen is not None, err
             key = f"{role}-{index}"
             for row in contract.rows:
@@ -249,7 +288,7 @@ def test_the_table_holds_for_a_rendered_pod_without_the_controller(case: tuple[C
                     checked += 1
                 elif row.what == "file" and value is not None:
                     folder, _, name = row.checked_name.rpartition("/")
-                    volume = volumes[mounts[folder]]["configMap"]
+                    volume = volumes[mounts_of[folder]]["configMap"]
                     assert {"key": path_key(row.checked_name), "path": name} in [
                         {k: item[k] for k in ("key", "path")} for item in volume["items"]]
                     assert data[path_key(row.checked_name)] == value, (contract.kind, row.checked_name)

@@ -22,6 +22,7 @@ from kubetrain.foreign import convert
 from kubetrain.foreign.base import Conversion
 from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec import SpecError, TrainJob, load_file
+from kubetrain.plan import plan
 from kubetrain.status import JobPhase
 from tests.support import manifest_schemas
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
@@ -86,10 +87,8 @@ EXAMPLES_EXPECTED: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
         {"python": ["../tensorflow-multiworker/train.py", "--epochs", "1", "--steps-per-epoch", "3"]},
     ),
     # The launcher's mpirun runs as written, under the operator's contract (its hostfile, OMPI_MCA_*).
-    "mpijob.yaml": ("mpi", {"launcher": 1, "worker": 2},
-                    {"exec": ["mpirun", "--allow-run-as-root", "-np", "2", "python", "../mpi-allreduce/allreduce.py"]}),
-    "mpijob-v2beta1.yaml": ("mpi", {"launcher": 1, "worker": 2},
-                            {"exec": ["mpirun", "-n", "2", "python", "../mpi-allreduce/allreduce.py"]}),
+    "mpijob.yaml": ("mpi", {"launcher": 1, "worker": 2}, {"python": ["../mpi-allreduce/allreduce.py"]}),
+    "mpijob-v2beta1.yaml": ("mpi", {"launcher": 1, "worker": 2}, {"python": ["../mpi-allreduce/allreduce.py"]}),
     "xgboostjob.yaml": (
         "pytorch",
         {"master": 1, "worker": 2},
@@ -381,6 +380,7 @@ PADDLE_SINK = """\
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]": "spec.roles.launcher.podTemplate",
             },
             {
+                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].command",
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].name",
                 "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].name",
             },
@@ -410,18 +410,24 @@ def test_kind_specific_fields_are_accounted_for(
     assert {s for s, (v, _) in verdicts.items() if v == "refused"} == refused
 
 
-def test_the_mpi_launchers_mpirun_runs_as_written_under_the_operators_contract() -> None:
-    """No launcher inside a launcher: the launcher's own mpirun line is the program, the operator's hostfile
-    and slots come with its contract (spec.controller)."""
+def test_the_mpi_launchers_mpirun_becomes_kubetrains_program_and_options_under_the_operators_contract() -> None:
+    """No launcher inside a launcher: the launcher's mpirun is read as kubetrain's own (its program and options;
+    kubetrain's mpirun writes -np and the hostfile), and the operator's contract (spec.controller) still gives
+    the launcher its variables and /etc/mpi files, with the file's slots and MPI implementation."""
     job = convert(_doc(MPIJOB_V2_SINK)).job
     assert job.spec.run is not None
-    assert job.spec.run.exec == ["mpirun", "--allow-run-as-root", "-np", "4", "--mca", "btl", "^openib", "-x",
-                                 "NCCL_DEBUG", "python3", "-m", "train"]
+    assert job.spec.run.module == ["train"]
+    assert job.spec.run.other_args == ["--mca", "btl", "^openib", "-x", "NCCL_DEBUG"]
+    assert job.spec.role_settings("worker").procs_per_replica == 2
     controller = job.spec.controller
     assert controller is not None and (controller.slots_per_worker, controller.mpi_implementation) == (2, "Intel")
+    launcher = next(w for w in plan(job).roles if w.role == "launcher")
+    assert launcher.env["K_MPI_JOB_ROLE"] == "launcher" and "I_MPI_HYDRA_HOST_FILE" in launcher.env
+    (process,) = launcher.processes
+    assert process.argv[0] == "mpirun" and process.argv[-3:] == ("python", "-m", "train")
+    assert process.argv.count("mpirun") == 1
     v1 = convert(_doc(MPIJOB_V1_SINK)).job
-    # mainContainer named the program's container
-    assert v1.spec.run is not None and v1.spec.run.exec == ["mpirun", "-n", "2", "./solver"]
+    assert v1.spec.run is not None and v1.spec.run.exec == ["./solver"]  # mainContainer named the program's
     assert v1.spec.run_policy.clean_pod_policy == "All"
 
 

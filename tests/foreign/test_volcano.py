@@ -65,11 +65,12 @@ def test_every_field_of_the_kitchen_sink_is_accounted_for() -> None:
     }
     assert {s for s, (v, _) in verdicts.items() if v == "approximated"} == {
         "spec.schedulerName",
+        "spec.plugins.ssh",  # the job's sshAuthMountPath
         "spec.tasks[1].name",
     }
     mapped = {s: t for s, (v, t) in verdicts.items() if v == "mapped"}
-    # Volcano's contract gives what its plugins give: they are taken as written.
-    for plugin in ("tensorflow", "svc", "env", "ssh"):
+    # Volcano's contract gives what its plugins give: they are taken as written (ssh: sshAuthMountPath, above).
+    for plugin in ("tensorflow", "svc", "env"):
         assert mapped[f"spec.plugins.{plugin}"] == f"spec.controller.plugins.{plugin}"
     assert mapped["spec.policies[0]"] == "spec.scheduling.terminateAfterPreemption"
     assert mapped["spec.policies[1]"] == "spec.restartPolicy"

@@ -38,22 +38,28 @@ def make_job(spec: dict[str, Any], name: str = "demo", **metadata: Any) -> Train
 
 
 def pod_templates(objects: list[Manifest]) -> dict[str, Manifest]:
-    """Role → pod template, whatever the flavor."""
+    """Role → pod template, whatever the flavor (by kubetrain's role label: a converted job rendered for its own
+    controller keeps the source's task and replica type names, a Volcano `mpiworker`, a TFJob `Master`)."""
     out: dict[str, Manifest] = {}
+
+    def add(name: str, template: Manifest) -> None:
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        out[labels.get("kubetrain.dev/role", name)] = template
+
     for obj in objects:
         kind, spec = obj["kind"], obj.get("spec", {})
         if obj["apiVersion"] == "batch/v1" and kind == "Job":
             out[obj["metadata"]["labels"]["kubetrain.dev/role"]] = spec["template"]
         elif kind == "JobSet":
             for rjob in spec["replicatedJobs"]:
-                out[rjob["name"]] = rjob["template"]["spec"]["template"]
+                add(rjob["name"], rjob["template"]["spec"]["template"])
         elif obj["apiVersion"].startswith("batch.volcano.sh/"):
             for task in spec["tasks"]:
-                out[task["name"]] = task["template"]
+                add(task["name"], task["template"])
         elif obj["apiVersion"].startswith("kubeflow.org/"):
             key = next(k for k in spec if k.endswith("ReplicaSpecs"))
             for rtype, rspec in spec[key].items():
-                out[rtype.lower()] = rspec["template"]
+                add(rtype.lower(), rspec["template"])
     return out
 
 

@@ -9,9 +9,12 @@ written so): what kubeflow/mpi-operator pkg/controller/mpi_job_controller.go giv
 - every worker: K_MPI_JOB_ROLE=worker, hostname `<job>-worker-<i>` in the subdomain `<job>` (a Service of the
   job's name), and `/usr/sbin/sshd -De` as its command when it gives none.
 
-The launcher's command runs as written: its mpirun reads the hostfile the operator points it at. Locally every
-worker is this machine: the hostfile has one line, `localhost slots=<workers × slots>`, so mpirun starts every
-rank here without ssh, and the workers run nothing of their own (an sshd has nothing to serve).
+The launcher's `mpirun` (or mpiexec) is read as kubetrain's own mpi run (foreign/kubeflow.py `mpirun_run`): its
+program and options, started by kubetrain's mpirun, whose -np is the workers' slots and whose hostfile is
+kubetrain's, which reaches the workers over ssh on Kubernetes (frameworks/mpi.py, render/mpi_ssh.py); another
+launcher (horovodrun) runs as written. Either way the launcher gets the operator's variables and files below.
+Locally every worker is this machine: the operator's hostfile has one line, `localhost slots=<workers × slots>`,
+and the workers run nothing of their own (an sshd has nothing to serve).
 """
 
 from __future__ import annotations
@@ -113,7 +116,9 @@ _SAMPLE = {
 
 _ROWS = (
     Row("command", "the launcher's command and args", "the launcher", "run as written (its mpirun reads the "
-        "hostfile below)"),
+        "hostfile below)", "an `mpirun`/`mpiexec` is kubetrain's, here and on Kubernetes: its program and "
+        "options, -np the workers' slots, kubetrain's hostfile (and ssh to the workers there); another launcher "
+        "(horovodrun) as written"),
     Row("command", "the workers' command", "the workers", "as written; `/usr/sbin/sshd -De` when none",
         "nothing: mpirun starts every rank on this machine, without ssh"),
     Row("env", "K_MPI_JOB_ROLE", "every replica", "launcher | worker",
@@ -122,7 +127,9 @@ _ROWS = (
         "$KUBETRAIN_FILES_ROOT/etc/mpi/hostfile", example={"launcher-0": "{root}/etc/mpi/hostfile"}),
     Row("env", "OMPI_MCA_orte_keep_fqdn_hostnames", "the launcher (Open MPI)", '"true"',
         example={"launcher-0": "true"}),
-    Row("env", "OMPI_MCA_plm_rsh_args", "the launcher (Open MPI)", f'"{RSH_ARGS}"', example={"launcher-0": RSH_ARGS}),
+    Row("env", "OMPI_MCA_plm_rsh_args", "the launcher (Open MPI)", f'"{RSH_ARGS}"', "the same; on Kubernetes "
+        "without the operator, kubetrain's own ssh options (`-F` its ssh config), for its mpirun's ssh",
+        example={"launcher-0": RSH_ARGS}, local_only=True),
     Row("env", "OMPI_MCA_orte_set_default_slots", "the launcher (Open MPI)", "slotsPerWorker (default 1)",
         example={"launcher-0": "2"}),
     Row("env", "I_MPI_HYDRA_HOST_FILE, I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS, I_MPI_PERHOST", "the launcher "
@@ -151,7 +158,7 @@ MPIJOB = Contract(
     default_port,
     _ROWS,
     {"main": _SAMPLE},
-    native_flavor=None,
+    native_flavor="kubeflow",
     notes=("The per-job ssh keys (a Secret mounted at sshAuthMountPath) are not given locally: mpirun reaches "
            "local ranks without ssh.",),
 )
