@@ -20,7 +20,7 @@ from typing import Any
 
 from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
 from .frameworks.controllers import ContractContext, contract_of
-from .frameworks.launchers import TORCHRUN, run_launcher
+from .frameworks.launchers import TORCHRUN, run_launcher, run_script_launcher
 from .jobspec import FieldError, JobSpec, ReplicaSettings, SpecError, TrainJob
 from .jobspec.pod_template import with_template_defaults
 from .restart_policy import RestartRules
@@ -271,11 +271,12 @@ def _framework_launcher(ctx: WireContext, wiring: RoleWiring) -> RoleWiring:
     """A contract over a framework whose launcher kubetrain starts itself (MPI: a converter reads the launcher's
     `mpirun` as kubetrain's run, and kubetrain's mpirun reaches the workers, over ssh on Kubernetes): each
     role's processes and files are the framework's, with the contract's variables, files and names over them.
-    A launcher role whose run already is a launcher (horovodrun) runs as written, under the contract alone."""
+    A launcher role whose run already is a launcher (horovodrun), or a shell script that starts one (Volcano's
+    `sh -c '... mpiexec --host ${MPI_HOST} ...'`), runs as written, under the contract alone."""
     support = support_of(ctx.spec.framework)
     if not support.ssh_launcher:
         return wiring
-    if ctx.role == support.program_role and run_launcher(ctx.settings.run) is not None:
+    if ctx.role == support.program_role and run_script_launcher(ctx.settings.run) is not None:
         return wiring
     own = support.wire(ctx)
     return replace(wiring, env={**own.env, **wiring.env}, processes=own.processes,
@@ -306,11 +307,13 @@ def _refuse_nested_launchers(ctx: WireContext) -> None:
     wrap it in torchrun, is refused with the way to say it: `run.customCommand`, the job's own launch line."""
     run = ctx.settings.run
     launcher = run_launcher(run)
+    scripted = launcher is None  # a shell script that starts one (`sh -c '... mpiexec ...'`)
+    launcher = launcher or run_script_launcher(run)
     if launcher is None or run is None or run.custom_command is not None:
         return
     support = support_of(ctx.spec.framework)
     framework = ctx.spec.framework.value
-    if launcher == TORCHRUN and support.torchrun:
+    if launcher == TORCHRUN and support.torchrun and not scripted:
         return  # unwrapped: pytorch's wiring runs it as written with the PET_* variables
     elastic = ctx.spec.elastic is not None and support.torchrun
     form = "module" if run.module is not None else "exec"
@@ -326,7 +329,8 @@ def _refuse_nested_launchers(ctx: WireContext) -> None:
         why = f"kubetrain starts {ctx.procs} processes per replica, so each replica would run {ctx.procs} {launcher}s"
     else:
         return
-    raise SpecError([FieldError(where, f"starts {launcher}, and {why}",
+    starts = f"its shell script starts {launcher}" if scripted else f"starts {launcher}"
+    raise SpecError([FieldError(where, f"{starts}, and {why}",
                                 hint="give your own launch line as run.customCommand (kubetrain then starts it as "
                                      "written, with the framework's variables), or give the program alone")])
 

@@ -55,6 +55,28 @@ def launcher_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "ksh", "zsh"})
+_SCRIPT_WORD = re.compile(r"[^\s;&|()`'\"]+")
+
+
+def script_launcher(argv: Sequence[str]) -> str | None:
+    """The launcher a shell script runs (`sh -c '...; mpiexec --host $MPI_HOST ...'`, the shape Volcano's and
+    the MPI Operator's examples use), or None: any word of the script that names one, a plain reading that
+    errs towards seeing a launcher (no launcher is then started around the script)."""
+    if len(argv) < 3 or posixpath.basename(str(argv[0])) not in _SHELLS:
+        return None
+    at = next((i for i, word in enumerate(argv[1:], 1)
+               if str(word).startswith("-") and not str(word).startswith("--") and "c" in str(word)), None)
+    if at is None or at + 1 >= len(argv):
+        return None
+    words = _SCRIPT_WORD.findall(str(argv[at + 1]))
+    for i in range(len(words)):
+        found = launcher_of(words[i:])
+        if found is not None:
+            return found
+    return None
+
+
 def run_launcher(run: Run | None) -> str | None:
     """The launcher a job's `run` starts (`module: [torch.distributed.run, ...]` is torchrun), or None."""
     if run is None:
@@ -68,4 +90,13 @@ def run_launcher(run: Run | None) -> str | None:
     return None
 
 
-__all__ = ["DEEPSPEED", "HOROVODRUN", "MPIRUN", "TORCHRUN", "launcher_of", "run_launcher"]
+def run_script_launcher(run: Run | None) -> str | None:
+    """The launcher a job's `run` starts itself or from its shell script."""
+    found = run_launcher(run)
+    if found is not None or run is None:
+        return found
+    return script_launcher(run.exec or (run.custom_command if isinstance(run.custom_command, list) else None) or [])
+
+
+__all__ = ["DEEPSPEED", "HOROVODRUN", "MPIRUN", "TORCHRUN", "launcher_of", "run_launcher", "run_script_launcher",
+           "script_launcher"]

@@ -21,6 +21,7 @@ from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.contract.choices import FLAVORS
 from kubetrain.foreign import convert
 from kubetrain.foreign.loader import load_job_documents
+from kubetrain.frameworks.launchers import script_launcher
 from kubetrain.jobspec import SpecError, TrainJob, from_dict
 from kubetrain.plan import plan
 from kubetrain.status import JobPhase, ReplicaPhase
@@ -122,8 +123,11 @@ def test_a_trainjobs_torchrun_is_unwrapped_one_per_replica_with_its_options_as_v
          "deepspeed inside deepspeed"),
         ({"framework": "generic", "replicas": 1, "procsPerReplica": 2, "run": {"exec": ["horovodrun", "x.py"]}},
          "2 horovodruns"),
+        ({"framework": "mpi", "replicas": 2,
+          "run": {"exec": ["sh", "-c", "cd /work && mpiexec -np 2 python x.py"]}},
+         "its shell script starts mpirun, and kubetrain's mpi framework starts mpirun itself"),
     ],
-    ids=["mpirun-in-mpi", "deepspeed-in-deepspeed", "launcher-per-process"],
+    ids=["mpirun-in-mpi", "deepspeed-in-deepspeed", "launcher-per-process", "mpiexec-in-a-script"],
 )
 def test_a_launcher_kubetrain_would_run_inside_its_own_is_refused_with_the_way_out(spec: dict[str, Any],
                                                                                   words: str) -> None:
@@ -132,6 +136,62 @@ def test_a_launcher_kubetrain_would_run_inside_its_own_is_refused_with_the_way_o
     (error,) = caught.value.errors
     assert error.path == ("spec", "run", "exec") and words in error.message
     assert error.hint is not None and "run.customCommand" in error.hint
+
+
+@pytest.mark.parametrize(
+    ("argv", "launcher"),
+    [
+        (["/bin/sh", "-c", "MPI_HOST=$(cat hosts); mpiexec --host $MPI_HOST -np 2 hello"], "mpirun"),
+        (["bash", "-ec", "python3 -m torch.distributed.run --nproc-per-node 2 train.py"], "torchrun"),
+        (["sh", "-c", "horovodrun -np 4 python train.py"], "horovodrun"),
+        (["sh", "-c", "python train.py --epochs 3"], None),
+        (["sh", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"], None),
+    ],
+)
+def test_a_shell_script_that_starts_a_launcher_is_a_launcher(argv: list[str], launcher: str | None) -> None:
+    assert script_launcher(argv) == launcher
+
+
+VOLCANO_MPI_SCRIPT = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: hello
+spec:
+  plugins:
+    mpi: ["--master=mpimaster", "--worker=mpiworker"]
+  tasks:
+    - name: mpimaster
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: mpimaster
+              image: mpi:1
+              command: [/bin/sh, -c, "mpiexec --allow-run-as-root --host ${MPI_HOST} -np 2 hello"]
+    - name: mpiworker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: mpiworker
+              image: mpi:1
+              command: [/bin/sh, -c, "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"]
+"""
+
+
+def test_a_volcano_mpi_masters_script_runs_as_written_not_inside_kubetrains_mpirun() -> None:
+    """Volcano's MPI example: the master's shell script starts mpiexec itself over MPI_HOST. Wrapped in
+    kubetrain's mpirun it would start one mpiexec per rank; it runs once, as written, with the plugin's MPI_HOST."""
+    job = convert(yaml.safe_load(VOLCANO_MPI_SCRIPT)).job
+    launcher = next(r for r in plan(job).replicas if r.role == "launcher")
+    (process,) = launcher.processes
+    assert process.argv == ("/bin/sh", "-c", "mpiexec --allow-run-as-root --host ${MPI_HOST} -np 2 hello")
+    assert process.env["MPI_HOST"] == "127.0.0.1,127.0.0.1"
+    assert [r.processes for r in plan(job).replicas if r.role == "worker"] == [(), ()]  # mpiexec starts the ranks
+    for flavor in ("job", "volcano"):
+        objects = render_manifests(job, flavor).objects
+        assert main_container(pod_templates(objects)["launcher"])["args"] == list(process.argv)
 
 
 # -- what a local run cannot give: refused up front, with the source line ---------------------------------------

@@ -186,6 +186,11 @@ class KubeflowFlavor(Flavor):
             workers = [v for v in ctx.roles if v.role == "worker"]
             slots = controller.slots_per_worker if controller is not None else None
             spec["slotsPerWorker"] = slots or (workers[0].procs if workers else 1)
+            impl = controller.mpi_implementation if controller is not None else None
+            if impl not in (None, "OpenMPI"):
+                ctx.warn(f"spec.controller.mpiImplementation {impl}: the kubeflow flavor renders an Open MPI MPIJob "
+                         "(kubetrain's launcher runs Open MPI's mpirun), so the operator gives none of "
+                         f"{impl}'s variables")
         if v2:
             assert ctx.ssh is not None and ctx.ssh.auth_path is not None
             spec["sshAuthMountPath"] = ctx.ssh.auth_path
