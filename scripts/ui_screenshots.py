@@ -35,6 +35,10 @@ print("done", flush=True)
 """
 
 
+LOG_TEXT = "const l = document.getElementById('log'); return l ? l.textContent : ''"
+JOBS_TEXT = "const t = document.getElementById('jobs'); return t ? t.innerText : ''"
+
+
 def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="kubetrain-ui-shots-"))
     os.environ["KUBETRAIN_HOME"] = str(scratch / "home")
@@ -69,7 +73,7 @@ def main() -> int:
         with headless_chromium("--hide-scrollbars", window="1200,900") as driver, Background([backend]) as bg:
             driver.get(bg.address(f"/jobs/local/{job}"))
             WebDriverWait(driver, 60).until(
-                lambda d: "step  59" in d.execute_script("return document.getElementById('log').textContent"),
+                lambda d: "step  59" in d.execute_script(LOG_TEXT),
                 "the job's last step in the log",
             )
             WebDriverWait(driver, 30).until(
@@ -80,7 +84,7 @@ def main() -> int:
             )
             driver.get(bg.url + "/")  # the page keeps the token of the first address for this origin
             WebDriverWait(driver, 30).until(
-                lambda d: "resnet-ddp" in d.execute_script("return document.getElementById('jobs').innerText")
+                lambda d: "resnet-ddp" in d.execute_script(JOBS_TEXT)
             )
             driver.set_window_size(1200, 420)
             driver.save_screenshot(str(OUT / "ui-jobs.png"))
@@ -90,7 +94,7 @@ def main() -> int:
                 lambda d: d.execute_script(
                     "return document.querySelectorAll('#metrics img.plot').length == 2 && "
                     "[...document.querySelectorAll('#metrics img.plot')].every(i => i.complete && i.naturalWidth) && "
-                    "document.getElementById('log').textContent.includes('step  59')"
+                    "(document.getElementById('log') || {textContent: ''}).textContent.includes('step  59')"
                 )
             )
             driver.save_screenshot(str(OUT / "ui-job.png"))

@@ -29,10 +29,21 @@ import copy
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import regex  # type: ignore[import-untyped]
 from starlette.applications import Starlette
@@ -44,14 +55,15 @@ from starlette.staticfiles import StaticFiles
 
 from ..contract.errors import KubetrainError
 from ..contract.grep_bounds import GrepRefused, check_size
-from ..contract.logs import SearchTooSlow
+from ..contract.logs import LogRecord, SearchTooSlow
 from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
+from .job_list import ListQuery, select
 from .metrics_tracker import MetricsTracker
 from .security import Guard
 from .sources import Source
-from .table_diff import TableState, is_empty, rows_digest
+from .table_diff import TableState, is_empty, row_key, rows_digest
 from .views import ACTIONS
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -271,6 +283,75 @@ def log_filters(query: Mapping[str, str]) -> dict[str, Any]:
     return filters
 
 
+def log_resume(query: Mapping[str, str]) -> dict[str, tuple[int, int]] | None:
+    """Where a resumed log stream starts (`after`: what the page has received): per replica, the time of
+    its last line in milliseconds since the epoch (exact in a page's numbers, where nanoseconds are not) and
+    how many of its lines had that time. None: from the start.
+
+    Raises ValueError (said beside the filters) for a cursor the page cannot have sent."""
+    text = query.get("after")
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        cursor = {str(k): (int(v[0]), int(v[1])) for k, v in data.items()}
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError):
+        raise ValueError("after: where the page's log stopped, as {replica: [time_ms, count]}") from None
+    return cursor
+
+
+def after_cursor(records: Iterable[LogRecord], cursor: Mapping[str, tuple[int, int]]) -> Iterator[LogRecord]:
+    """The records a page that has `cursor`'s lines has not seen: per replica, those after its last line
+    received (a replica's lines come in the order it wrote them, whatever the merge of the replicas)."""
+    skipped: dict[str, int] = {}
+    for record in records:
+        seen = cursor.get(record.key)
+        if seen is not None:
+            ms = record.time_ns // 1_000_000
+            if ms < seen[0]:
+                continue
+            if ms == seen[0] and skipped.get(record.key, 0) < seen[1]:
+                skipped[record.key] = skipped.get(record.key, 0) + 1
+                continue
+        yield record
+
+
+MAX_HITS = 64
+"""Hits marked in one line at most (a grep such as `.` would otherwise mark every character)."""
+
+
+def utf16(text: str, index: int) -> int:
+    """A position in `text` as a page's script counts (UTF-16 code units; Python counts code points)."""
+    return index if text.isascii() else len(text[:index].encode("utf-16-le")) // 2
+
+
+def hits(grep: TimedGrep, text: str) -> list[list[int]]:
+    """Where the grep matches in a line (as the page counts), so the page marks them: the same expression and
+    engine that chose the line, never the page's own regular expressions (their syntax is not Python's)."""
+    found: list[list[int]] = []
+    try:
+        for m in grep.pattern.finditer(text, timeout=grep.limit, concurrent=True):
+            start, end = m.span()
+            if end > start:
+                found.append([utf16(text, start), utf16(text, end)])
+                if len(found) >= MAX_HITS:
+                    break
+    except TimeoutError:
+        pass  # the line was chosen; it is shown without its marks
+    return found
+
+
+def line_event(record: LogRecord, grep: TimedGrep | None) -> list[Any]:
+    """A line as the page's log receives it: replica, stream, text (as on the terminal: no control character
+    or text-reordering mark reaches the page as it is; the page sets text, never HTML), time in ms, and the
+    grep's hits when there is a grep."""
+    text = sanitize(record.text)
+    line: list[Any] = [record.key, record.stream, text, record.time_ns // 1_000_000]
+    if grep is not None:
+        line.append(hits(grep, text))
+    return line
+
+
 class ViewerLeft(Exception):
     """The stream's viewer went away: ends its log's follower at the next line searched, also while the
     grep keeps every line out (the follower then yields nothing that would let the pipe stop it)."""
@@ -393,33 +474,48 @@ class WebView:
         return HTMLResponse(pages.SHELL)
 
     async def jobs_content(self, request: Request) -> Response:
+        query = ListQuery.parse(request.query_params)
         rows, errors = await self.all_rows()
-        digest = rows_digest([r.to_json() for r in rows])
-        return HTMLResponse(pages.jobs_page(rows, list(self.sources), errors, digest))
+        page = select(rows, query, time.time())
+        digest = rows_digest([r.to_json() for r in page.rows])
+        events = "/events?" + urlencode({**page.query.params(), "have": digest})
+        return HTMLResponse(pages.jobs_page(page, list(self.sources), errors, events))
 
     async def api_jobs(self, request: Request) -> Response:
         rows, errors = await self.all_rows()
         return JSONResponse({"jobs": [r.to_json() for r in rows], "errors": errors})
 
     async def jobs_events(self, request: Request) -> Response:
+        """The jobs table's updates, for the table the query asks for (its order, filters and page): the rows
+        that changed, rendered, and the summary under the table when it changed (`table_diff`)."""
         # The page says what it shows by the digest of the rows it was rendered with: if they are still the
         # rows, the first event changes nothing (see `table_diff`); else the page gets every row once.
         have = request.query_params.get("have", "")
+        query = ListQuery.parse(request.query_params)
 
         async def stream() -> AsyncIterator[str]:
             seen = self.any_change.version
             state: TableState | None = None
             last_errors: list[str] | None = None
+            last_summary: str | None = None
             while not self.closing:
                 rows, errors = await self.all_rows()
-                current = [r.to_json() for r in rows]
+                page = select(rows, query, time.time())
+                current = [r.to_json() for r in page.rows]
+                summary = pages.jobs_summary_html(page)
                 if state is None:
                     state = TableState.of(current) if have and have == rows_digest(current) else TableState()
-                    yield _sse("jobs", state.changes(current, errors))  # always one: the page is now live
+                    event = state.changes(current, errors)
+                    always = True  # always one: the page is now live
                 else:
                     event = state.changes(current, errors)
-                    if not is_empty(event) or errors != last_errors:
-                        yield _sse("jobs", event)
+                    always = errors != last_errors or summary != last_summary
+                if always or not is_empty(event):
+                    event["html"] = {row_key(r): pages.job_row_html(r) for r in event["upsert"]}
+                    event["count"] = page.matching
+                    event["fragments"] = {"jobs-summary": summary} if summary != last_summary else {}
+                    last_summary = summary
+                    yield _sse("jobs", event)
                 last_errors = errors
                 now = await self.any_change.wait(seen, KEEPALIVE)
                 if now == seen:
@@ -465,7 +561,8 @@ class WebView:
                 # Read before the page is drawn, so an ended job's page comes with its plots (a follow
                 # would start from nothing and draw them only at the stream's first event).
                 await asyncio.to_thread(tracker.load, source, detail.row.id)
-        return HTMLResponse(pages.job_page(detail, spec, tracker.names(), tracker.feed.version))
+        page = pages.job_page(detail, spec, tracker.names(), tracker.feed.version, dict(request.query_params))
+        return HTMLResponse(page)
 
     async def detail_json(self, request: Request) -> Response:
         source = self.source(request)
@@ -482,26 +579,40 @@ class WebView:
         panel, the fourth tab on a running job would wait for a connection and never load."""
         source = self.source(request)
         job_id = request.path_params["job_id"]
+        query = dict(request.query_params)
         filters: dict[str, Any] | None = None
+        resume: dict[str, tuple[int, int]] | None = None
         filter_error: str | None = None
+        with_log = query.get("log") != "off"  # a page whose log has ended asks for none on a new stream
         try:
             # On a thread: an expression within its bounds still takes up to a tenth of a second to compile.
-            filters = await asyncio.to_thread(log_filters, dict(request.query_params))
+            filters = await asyncio.to_thread(log_filters, query)
+            resume = log_resume(query)
         except ValueError as exc:
-            filter_error = str(exc)
+            filters, filter_error = None, str(exc)
+        if resume is not None and filters is not None:
+            filters.pop("tail", None)  # after the page's last line: every line since, as the unbroken stream
+        grep = filters.get("grep") if filters is not None else None
         loop = asyncio.get_running_loop()
+
+        def read_log(stop: threading.Event, log_filter: dict[str, Any]) -> Iterator[list[Any]]:
+            # On the follower's thread, as the grep: finding a line's hits may take as long as choosing it.
+            records = source.logs(job_id, stop, **log_filter)
+            if resume is not None:
+                records = after_cursor(records, resume)
+            return (line_event(r, grep) for r in records)
 
         async def stream() -> AsyncIterator[str]:
             pipe: Pipe | None = None
-            if filters is not None:
+            if filters is not None and with_log:
                 pipe = Pipe(loop)
                 log_filter = dict(filters)
-                if isinstance(grep := filters.get("grep"), TimedGrep):
+                if isinstance(grep, TimedGrep):
                     log_filter["grep"] = grep.until(pipe.stopped)
                 # The follower ends when the page goes (`stopped`), not at the job's next line.
-                pipe.run(partial(source.logs, job_id, pipe.stopped, **log_filter), name=f"ui-logs-{job_id}")
+                pipe.run(partial(read_log, pipe.stopped, log_filter), name=f"ui-logs-{job_id}")
                 self.pipes.add(pipe)
-            else:
+            elif with_log:
                 yield _sse("failed", {"message": filter_error})
             status_seen = -1
             last: Any = None
@@ -516,7 +627,9 @@ class WebView:
                         except KubetrainError as exc:
                             yield _sse("gone", {"message": str(exc), "deleted": isinstance(exc, LookupError)})
                             return
+                        # The data (for scripts reading the stream) and the page's pieces, rendered.
                         data = detail.to_json()
+                        data["html"] = pages.status_fragments(detail)
                         if data != last:
                             last = data
                             yield _sse("status", data)
@@ -536,9 +649,7 @@ class WebView:
                         )
                     if pipe is not None:
                         while batch := pipe.take(LOG_BATCH):
-                            # As on the terminal: no control character or text-reordering mark reaches
-                            # the page as it is (the page sets text, never HTML, so markup is harmless).
-                            yield _sse("lines", [[r.key, r.stream, sanitize(r.text), r.time_ns] for r in batch])
+                            yield _sse("lines", batch)
                         if pipe.finished:
                             if pipe.error is not None:
                                 yield _sse("failed", {"message": str(pipe.error)})

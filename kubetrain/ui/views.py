@@ -31,6 +31,8 @@ class JobRow:
     restarts: int
     created_at: float | None
     reason: str | None
+    started_at: float | None = None
+    finished_at: float | None = None
 
     @property
     def href(self) -> str:
@@ -67,6 +69,8 @@ def job_row(status: JobStatus, framework: str) -> JobRow:
         restarts=status.total_restarts(),
         created_at=status.created_at,
         reason=status.reason,
+        started_at=status.started_at,
+        finished_at=status.finished_at,
     )
 
 

@@ -166,7 +166,7 @@ class Events:
 
 
 def lines_of(events: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
-    return [(key, text) for event, data in events if event == "lines" for key, _s, text, _t in data]
+    return [(key, text) for event, data in events if event == "lines" for key, _s, text, *_ in data]
 
 
 def free_port() -> int:

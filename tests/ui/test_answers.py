@@ -79,7 +79,7 @@ def test_a_closed_page_leaves_no_log_follower_behind(
             got: list[str] = []
             for event, data in events:
                 if event == "lines":
-                    got += [text for _key, _stream, text, _t in data]
+                    got += [text for _key, _stream, text, *_ in data]
                 if "replica 0 step 4" in got and "replica 1 step 4" in got:
                     break  # both replicas now wait at their gate: the log is quiet
             assert len(_followers(job.job_id)) == 1

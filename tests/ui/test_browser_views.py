@@ -38,23 +38,18 @@ def finished_job(local: LocalBackend, tmp: Path, name: str, script: str) -> str:
     return result.job_id
 
 
-# Where the log box is, read in one script run: scrolled to its end, and the last line's text and whether it
-# lies inside the box's visible area (the rectangle of that line's characters, within the box's client area).
+# Where the log box is, read in one script run: scrolled to its end, and the text of the last line drawn and
+# whether it lies inside the box's visible area (its row's rectangle, within the box's client area).
 # The page's content comes after its layout (fetched with the token): until then there is no box.
 LOG_VIEW = """
 const box = document.getElementById('log');
 if (!box) return {atEnd: false, line: '', visible: false, follow: false, ended: false};  // content not loaded yet
-const chunks = box.querySelectorAll('pre.chunk');
-const last = chunks[chunks.length - 1];
-const node = last ? last.firstChild : null;
+const rows = box.querySelectorAll('.ln');
+const last = rows[rows.length - 1];
 let line = '', visible = false;
-if (node) {
-  const all = node.textContent;
-  line = all.slice(all.lastIndexOf('\\n') + 1);
-  const range = document.createRange();
-  range.setStart(node, all.length - line.length);
-  range.setEnd(node, all.length);
-  const r = range.getBoundingClientRect(), b = box.getBoundingClientRect();
+if (last) {
+  line = last.querySelector('.k').textContent + ' ' + last.querySelector('.t').textContent;
+  const r = last.getBoundingClientRect(), b = box.getBoundingClientRect();
   const inner = b.top + box.clientTop;
   visible = r.height > 0 && r.top >= inner - 1 && r.bottom <= inner + box.clientHeight + 1;
 }

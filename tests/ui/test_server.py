@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 from urllib.parse import urlencode
 
 from kubetrain.backends.local.backend import LocalBackend
@@ -25,7 +26,7 @@ def gather(events: Events, *, lines: int, samples: int) -> dict[str, Any]:
     got: dict[str, Any] = {"lines": []}
     for event, data in events:
         if event == "lines":
-            got["lines"] += [(key, text) for key, _s, text, _t in data]
+            got["lines"] += [(key, text) for key, _s, text, *_ in data]
         elif event in ("status", "metrics"):
             got[event] = data
         if len(got["lines"]) >= lines and got.get("metrics", {}).get("samples") == samples:
@@ -52,12 +53,13 @@ def test_jobs_table_updates_live_when_the_store_changes(
 ) -> None:
     with Events(server.url + "/events") as events:
         first = events.until("jobs")
-        assert first == {"upsert": [], "order": None, "errors": []}
+        assert first == {"upsert": [], "order": None, "errors": [], "html": {}, "count": 0, "fragments": ANY}
         job = gated_job(local, tmp_path, gates=1)
         key = f"local/{job.job_id}"
         added = events.until("jobs", lambda d: d["order"] is not None)
         assert added["order"] == [key]
         [row] = added["upsert"]
+        assert f'href="/jobs/local/{job.job_id}"' in added["html"][key]  # the row, rendered
         assert (row["id"], row["backend"], row["framework"], row["phase"]) == (
             job.job_id,
             "local",
@@ -89,7 +91,8 @@ def test_jobs_table_stream_sends_only_the_rows_that_changed(
         [address] = EVENTS.findall(page.body)
         assert address.startswith("/events?have=")
         with Events(server.url + address.replace("&amp;", "&")) as events:
-            assert events.until("jobs") == {"upsert": [], "order": None, "errors": []}
+            nothing = events.until("jobs")
+            assert (nothing["upsert"], nothing["order"], nothing["html"]) == ([], None, {})
             local.resume(busy.job_id)
             running = events.until("jobs", lambda d: d["upsert"] and d["upsert"][0]["ready"] == 2)
             assert {r["id"] for r in running["upsert"]} == {busy.job_id} and running["order"] is None

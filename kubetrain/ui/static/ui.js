@@ -1,12 +1,16 @@
-// kubetrain ui: fills the page layout with its content and keeps it current from server-sent events.
-// Every value from a job is put in the page with textContent, never parsed as HTML (the content's HTML is the
-// server's, with every value escaped there).
+// kubetrain ui: puts the page's content in its layout and keeps it current from server-sent events.
+//
+// One renderer: the server renders every piece of the pages (Jinja2 templates, every value escaped there),
+// on the first load and in its events; this script places the pieces it is sent (`place`), and renders only
+// what streams in as data: the log's lines (as text, never HTML), the plots, and the text of times, which
+// changes with the clock (`formatTimes`: the one formatter of ages, durations and clock times).
 //
 // The key to the page: the address kubetrain ui prints carries the token after `#` (a browser never sends
 // that part). This script keeps it in the origin's storage (an origin is scheme, host and port: another
 // server on this machine has another origin and cannot read it), removes it from the address bar, and sends
 // it in a header with every request: a browser sends no header of a page's own to any other server, where a
-// cookie would go to every port of 127.0.0.1.
+// cookie would go to every port of 127.0.0.1. What a page shows (the table's order and filters, the log's
+// filters, the plots' axes) is in the address's query; a line of the log is `#L<n>` once the token is gone.
 (function () {
   "use strict";
 
@@ -15,10 +19,14 @@
   var NO_TOKEN = "This page needs its key: open the address kubetrain ui printed at start (it ends with #token=…).";
   var RESTARTED = "the server restarted with a new token: open the address it printed at start";
 
-  // The page's content root, once loaded: its data-* attributes say what it shows (pages.py `_view`).
+  // The page's content root, once loaded: its data-* attributes say what it shows (templates: `view`).
   var view = null;
+  // What the content shown now holds open (its event stream, its listeners): let go of before the next.
+  var leaving = [];
 
   function attr(name) { return view ? view.getAttribute("data-" + name) : null; }
+
+  function byId(id) { return document.getElementById(id); }
 
   // -- the token ---------------------------------------------------------------------------------------
 
@@ -34,7 +42,7 @@
   }
 
   // The token out of the address (`#token=...`), into the origin's storage; the address bar and the history
-  // entry keep the address without it.
+  // entry keep the address without it (and its query, which says what the page shows).
   function takeToken() {
     var params = new URLSearchParams(window.location.hash.slice(1));
     var token = params.get("token");
@@ -88,11 +96,37 @@
     return node;
   }
 
-  function cell(text, className) { return el("td", text, className); }
+  // A piece the server rendered, in its place: `html` comes from the server's templates, every value in it
+  // escaped there (and the page's CSP runs no script that is not kubetrain's own file).
+  function place(node, html) {
+    node.innerHTML = html;
+    formatTimes(node);
+  }
 
-  function phaseSpan(phase) { return el("span", phase, "phase phase-" + phase); }
+  // The pieces of an event, by the id of the element each fills; a piece that did not change is left alone
+  // (a selection in it, or a hover, stays).
+  var placed = {};
+  function placeAll(pieces) {
+    Object.keys(pieces || {}).forEach(function (id) {
+      var node = byId(id);
+      if (!node || placed[id] === pieces[id]) return;
+      placed[id] = pieces[id];
+      place(node, pieces[id]);
+    });
+  }
 
-  // kubectl's ages, as `kubetrain list` prints them (status_text.format_age).
+  // A table row the server rendered.
+  function rowOf(html) {
+    var t = document.createElement("template");
+    t.innerHTML = html;
+    var tr = t.content.firstElementChild;
+    formatTimes(tr);
+    return tr;
+  }
+
+  // -- times: the one formatter ------------------------------------------------------------------------
+
+  // kubectl's ages, as `kubetrain list` prints them.
   function formatAge(seconds) {
     if (seconds === null || seconds === undefined || isNaN(seconds)) return "<unknown>";
     var s = Math.floor(seconds);
@@ -108,28 +142,63 @@
     return Math.floor(h / 24) + "d";
   }
 
-  function updateAges(root) {
+  function two(n) { return (n < 10 ? "0" : "") + n; }
+
+  // A clock time in the reader's time zone: "14:03:07", with milliseconds for a log line.
+  function formatClock(seconds, millis) {
+    var d = new Date(seconds * 1000);
+    var text = two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+    if (millis) text += "." + String(d.getMilliseconds() + 1000).slice(1);
+    return text;
+  }
+
+  // Every <time data-t> under `root`, written as its data-fmt says: `age` (since then), `duration` (from
+  // then to data-end, or to now), `clock`. Its title says the moment in full.
+  function formatTimes(root) {
     var now = Date.now() / 1000;
-    (root || document).querySelectorAll("td.age[data-created]").forEach(function (td) {
-      var created = parseFloat(td.getAttribute("data-created"));
-      if (!isNaN(created)) td.textContent = formatAge(now - created);
+    (root || document).querySelectorAll("time[data-t]").forEach(function (node) {
+      var t = parseFloat(node.getAttribute("data-t"));
+      if (isNaN(t)) return;
+      var fmt = node.getAttribute("data-fmt");
+      var end = parseFloat(node.getAttribute("data-end"));
+      var text;
+      if (fmt === "duration") text = formatAge((isNaN(end) ? now : end) - t);
+      else if (fmt === "clock") text = formatClock(t);
+      else text = formatAge(now - t) + " ago";
+      if (node.textContent !== text) node.textContent = text;
+      if (!node.title && fmt !== "duration") node.title = new Date(t * 1000).toLocaleString();
     });
   }
 
   function notice(text) {
-    var p = document.getElementById("notice");
+    var p = byId("notice");
     if (!p) return;
     p.textContent = text;
     p.hidden = false;
   }
 
   function setLive(on) {
-    var dot = document.getElementById("live");
-    if (dot) dot.className = on ? "live on" : "live";
+    var dot = byId("live");
+    if (!dot) return;
+    dot.className = on ? "live on" : "live";
+    dot.setAttribute("aria-label", on ? "live updates: on" : "live updates: off");
+  }
+
+  // The address's query with `changes` (a null value removes a parameter), without a new history entry.
+  function setQuery(changes, keepHash) {
+    var params = new URLSearchParams(window.location.search);
+    Object.keys(changes).forEach(function (k) {
+      if (changes[k] === null || changes[k] === "") params.delete(k);
+      else params.set(k, changes[k]);
+    });
+    var query = params.toString();
+    var hash = keepHash ? window.location.hash : "";
+    history.replaceState(history.state, "", window.location.pathname + (query ? "?" + query : "") + hash);
   }
 
   // A server-sent event stream, read with fetch: EventSource cannot send a header. `on` maps event names to
-  // handlers of the event's data (parsed JSON), and `open` to a handler called at each (re)connection. As
+  // handlers of the event's data (parsed JSON), and `open` to a handler called at each (re)connection; `url`
+  // is a function, asked at each (re)connection (the log's stream then says how far the page has read). As
   // EventSource does, it reconnects by itself after a network error or the end of the stream (the server
   // away, or restarting); an answer other than 200 ends it, said on the page (401: a new token).
   var RETRY_FIRST = 500;
@@ -191,7 +260,7 @@
       if (closed) return;
       var mine = new AbortController();
       controller = mine;
-      get(url, { signal: mine.signal, headers: { Accept: "text/event-stream" } }).then(function (response) {
+      get(url(), { signal: mine.signal, headers: { Accept: "text/event-stream" } }).then(function (response) {
         if (closed) return null;
         if (!response.ok) {
           closed = true;
@@ -227,58 +296,70 @@
   // event stream holds one: a tab in the background gives its stream up, so the tabs in front (and new
   // ones) can load; it reopens the stream, and so catches up, when it is shown again.
   function whileVisible(resume, pause) {
-    document.addEventListener("visibilitychange", function () {
+    function changed() {
       if (document.visibilityState === "hidden") {
         pause();
         setLive(false);
       } else {
         resume();
       }
-    });
+    }
+    document.addEventListener("visibilitychange", changed);
+    leaving.push(function () { document.removeEventListener("visibilitychange", changed); });
   }
+
+  // -- moving between views of one page ---------------------------------------------------------------
+
+  // A link or form of the content that changes what the page shows (`data-nav`: the table's order, filters
+  // and pages) changes the address and asks the server for that content; the browser's back and forward
+  // buttons do the same. A plain link (a job's page) is a plain navigation.
+  function navigate(address, replace) {
+    if (replace) history.replaceState(null, "", address);
+    else history.pushState(null, "", address);
+    load();
+  }
+
+  document.addEventListener("click", function (event) {
+    var a = event.target.closest ? event.target.closest("a[data-nav]") : null;
+    if (!a || event.defaultPrevented || event.button !== 0) return;
+    if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return; // a new tab or window
+    event.preventDefault();
+    navigate(a.getAttribute("href"), false);
+  });
+  window.addEventListener("popstate", function () { load(); });
 
   // -- the jobs table -------------------------------------------------------------------------------
 
-  function jobRow(job) {
-    var tr = document.createElement("tr");
-    tr.setAttribute("data-key", job.backend + "/" + job.id);
-    var name = cell();
-    var a = el("a", job.id);
-    a.href = job.href;
-    name.appendChild(a);
-    tr.appendChild(name);
-    tr.appendChild(cell(job.backend + (job.namespace ? " / " + job.namespace : "")));
-    tr.appendChild(cell(job.framework || "-"));
-    var phase = cell();
-    phase.appendChild(phaseSpan(job.phase));
-    tr.appendChild(phase);
-    tr.appendChild(cell(job.ready + "/" + job.total, "num"));
-    tr.appendChild(cell(job.restarts, "num"));
-    var age = cell("", "age");
-    if (job.created_at !== null) age.setAttribute("data-created", job.created_at);
-    tr.appendChild(age);
-    return tr;
+  // The query of the table's filter form: what is set, and nothing for a default (the server says what a
+  // missing parameter means). A new filter shows its first page.
+  function filterQuery(form) {
+    var params = new URLSearchParams();
+    Array.prototype.forEach.call(form.elements, function (field) {
+      if (!field.name || field.value === "") return;
+      if (field.name === "per" && field.value === "50") return;
+      params.set(field.name, field.value);
+    });
+    var query = params.toString();
+    return "/" + (query ? "?" + query : "");
   }
 
-  // The stream sends only what changed (kubetrain/ui/table_diff.py): the rows that are new or differ, and
-  // every row's key in order when the set or order of rows moved. Rows that did not change are not touched.
+  // The stream sends only what changed (kubetrain/ui/table_diff.py): the rows that are new or differ, each
+  // rendered, and every row's key in order when the set or order of rows moved; and the summary under the
+  // table when it changed. Rows that did not change are not touched.
   function jobsPage() {
-    var tbody = document.querySelector("#jobs tbody");
+    var tbody = byId("job-rows");
     var rows = {};
     Array.prototype.forEach.call(tbody.rows, function (tr) { rows[tr.getAttribute("data-key")] = tr; });
-    var shown = {}; // each row's data as last drawn from the stream (a reopened stream resends every row)
+    var shown = {}; // each row's HTML as last placed from the stream (a reopened stream resends every row)
     var source = null;
-    function open(address) {
-      source = eventStream(address, { jobs: apply });
-    }
+    var address = attr("events");
     function apply(data) {
       data.upsert.forEach(function (job) {
         var key = job.backend + "/" + job.id;
-        var json = JSON.stringify(job);
-        if (shown[key] === json) return;
-        shown[key] = json;
-        var tr = jobRow(job);
-        updateAges(tr);
+        var html = data.html[key];
+        if (shown[key] === html) return;
+        shown[key] = html;
+        var tr = rowOf(html);
         if (rows[key]) tbody.replaceChild(tr, rows[key]);
         else tbody.appendChild(tr); // put in its place by the order that comes with a new row
         rows[key] = tr;
@@ -294,72 +375,36 @@
           if (tr && tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
         });
       }
-      document.getElementById("count").textContent = String(tbody.rows.length);
-      document.getElementById("empty").hidden = tbody.rows.length > 0;
+      byId("count").textContent = String(data.count);
+      placeAll(data.fragments);
     }
-    open(attr("events"));
+    function open(url) {
+      source = eventStream(function () { return url; }, { jobs: apply });
+    }
+    open(address);
     // The page's digest says what was rendered; after a pause the stream starts from every row.
-    whileVisible(function () { open("/events"); }, function () { source.close(); });
-    updateAges();
-    setInterval(updateAges, 5000); // ages tick in the page; nothing is asked of the server
+    whileVisible(function () { open(address.replace(/([?&])have=[^&]*&?/, "$1").replace(/[?&]$/, "")); },
+      function () { source.close(); });
+    leaving.push(function () { source.close(); });
+
+    var form = byId("job-filters");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      navigate(filterQuery(form), false);
+    });
+    form.addEventListener("change", function (event) {
+      if (event.target.tagName === "SELECT") navigate(filterQuery(form), false);
+    });
+    // The name search follows the typing (a pause of 300 ms), in one history entry.
+    var typing = 0;
+    form.elements.q.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { navigate(filterQuery(form), true); }, 300);
+    });
+    leaving.push(function () { clearTimeout(typing); });
   }
 
   // -- a job's page -----------------------------------------------------------------------------------
-
-  function fillTable(selector, rows, build) {
-    var tbody = document.querySelector(selector + " tbody");
-    tbody.replaceChildren.apply(tbody, rows.map(build));
-  }
-
-  function renderStatus(d) {
-    var phase = document.getElementById("phase");
-    phase.textContent = d.row.phase;
-    phase.className = "phase phase-" + d.row.phase;
-    document.getElementById("ready").textContent = d.row.ready + "/" + d.row.total;
-    document.getElementById("restarts").textContent = String(d.row.restarts);
-    document.getElementById("message").textContent = d.message || "";
-    fillTable("#replicas", d.replicas, function (r) {
-      var tr = document.createElement("tr");
-      tr.setAttribute("data-replica", r.role + "-" + r.index);
-      tr.appendChild(cell(r.role));
-      tr.appendChild(cell(r.index, "num"));
-      var p = cell();
-      p.appendChild(phaseSpan(r.phase));
-      tr.appendChild(p);
-      tr.appendChild(cell(r.exit || "-"));
-      tr.appendChild(cell(r.restarts, "num"));
-      tr.appendChild(cell(r.reason || ""));
-      return tr;
-    });
-    fillTable("#conditions", d.conditions, function (c) {
-      var tr = document.createElement("tr");
-      var when = c.time ? new Date(c.time * 1000).toTimeString().slice(0, 8) : "";
-      [c.type, c.status, c.reason || "", when, c.message || ""].forEach(function (v) { tr.appendChild(cell(v)); });
-      return tr;
-    });
-    var pending = document.getElementById("pending");
-    pending.replaceChildren.apply(pending, d.pending.map(function (p) {
-      var li = el("li");
-      li.appendChild(el("b", p.cause));
-      li.appendChild(document.createTextNode((p.replicas.length ? " (" + p.replicas.join(", ") + ")" : "") + ": " + p.message));
-      li.appendChild(el("div", "hint: " + p.hint, "hint"));
-      return li;
-    }));
-    var failure = document.getElementById("failure");
-    var parts = [];
-    if (d.failure) {
-      parts.push(el("h3", d.failure.final ? "Failure" : "Last failure"));
-      parts.push(el("p", d.failure.headline, "headline"));
-      if (d.failure.message) parts.push(el("p", d.failure.message));
-      if (d.failure.lastLines.length) {
-        parts.push(el("p", "last output of " + d.failure.replica + ":", "muted"));
-        parts.push(el("pre", d.failure.lastLines.join("\n"), "lastlines"));
-      }
-    }
-    failure.replaceChildren.apply(failure, parts);
-    allowed = d.actions;
-    enableActions();
-  }
 
   // The actions the job can take now (its last status says), the one in flight (its button stays disabled
   // until a status event shows what it did), and whether the job is gone (nothing can be done any more).
@@ -374,14 +419,23 @@
     });
   }
 
-  // A status event after an action's reply says what the action did: the reply's line ("resume: Pending")
-  // would otherwise stay beside a job that is Running by now.
+  function showPhase(phase) {
+    var badge = byId("phase");
+    badge.textContent = phase;
+    badge.className = "phase phase-" + phase;
+  }
+
+  // The status: the server's pieces of the page (its head, the replicas, the Pending causes, the failure,
+  // the conditions), and what the actions may do now. A status event after an action's reply says what the
+  // action did: the reply's line ("resume: Pending") would otherwise stay beside a job Running by now.
   function onStatus(d) {
     if (acting && acting.replied) {
-      document.getElementById("action-result").textContent = "";
+      byId("action-result").textContent = "";
       acting = null;
     }
-    renderStatus(d);
+    placeAll(d.html);
+    allowed = d.actions;
+    enableActions();
   }
 
   var ENDED = ["Succeeded", "Failed", "Cancelled"];
@@ -391,29 +445,23 @@
   function jobGone(data) {
     gone = true;
     acting = null;
-    var phase = document.getElementById("phase");
-    if (ENDED.indexOf(phase.textContent) < 0) {
+    if (ENDED.indexOf(byId("phase").textContent) < 0) {
       // "Deleted" when the server says so; else "Gone" (it may also be a backend that stopped answering).
-      var shown = data.deleted === true ? "Deleted" : "Gone";
-      phase.textContent = shown;
-      phase.className = "phase phase-" + shown;
+      showPhase(data.deleted === true ? "Deleted" : "Gone");
     }
-    document.getElementById("message").textContent = data.message;
+    byId("message").textContent = data.message;
     enableActions();
-    var dot = document.getElementById("live");
-    if (dot) dot.className = "live";
-    document.getElementById("log").appendChild(el("div", "— the job is gone: no more output —", "log-end"));
-    keepAtEnd();
+    setLive(false);
+    log.finish("— the job is gone: no more output —");
   }
+
+  // -- plots: pictures the server draws (svg.py), fetched with the token ------------------------------------
 
   var metricVersion = 0;
 
-  // How the plots are drawn now: the x axis and the y scale the page's selects say.
+  // How the plots are drawn now: the x axis and the y scale the page's controls say.
   function plotView() {
-    return {
-      x: document.getElementById("metric-x").value,
-      scale: document.getElementById("metric-scale").value,
-    };
+    return { x: byId("metric-x").value, scale: byId("metric-scale").value };
   }
 
   // The name is a query parameter, encoded (pages.plot_src builds the same): `eval/loss`, or a name with
@@ -424,6 +472,12 @@
     return attr("job") + "/plot.svg?" + params.toString();
   }
 
+  // What the picture shows, in words (as its own title says it).
+  function plotAlt(name) {
+    var shown = plotView();
+    return name + " by " + shown.x + (shown.scale === "log" ? ", log scale" : "");
+  }
+
   // Each plot's image by metric name, and the address each should show (the newest asked for).
   var plots = {};
   var wanted = {};
@@ -432,7 +486,7 @@
     var img = document.createElement("img");
     img.className = "plot";
     img.setAttribute("data-metric", name);
-    img.alt = name;
+    img.alt = plotAlt(name);
     return img;
   }
 
@@ -447,13 +501,14 @@
   function drawPlot(name, src) {
     if (wanted[name] === src) return;
     wanted[name] = src;
+    var alt = plotAlt(name);
     get(src).then(function (response) {
       if (!response.ok) throw new Error("HTTP " + response.status);
       return response.blob();
     }).then(function (blob) {
       if (wanted[name] !== src) return;
       var next = plotImg(name);
-      next.alt = plots[name].alt;
+      next.alt = alt;
       next.setAttribute("data-src", src);
       next.onload = function () {
         if (wanted[name] !== src) { forgetPicture(next); return; }
@@ -489,105 +544,232 @@
 
   function renderMetrics(d) {
     metricVersion = d.version;
-    var box = document.getElementById("metrics");
+    var box = byId("metrics");
     d.names.forEach(function (name) {
       if (plots[name]) return;
       plots[name] = plotImg(name);
       box.appendChild(plots[name]);
       drawPlot(name, plotSrc(name));
     });
-    document.getElementById("no-metrics").hidden = d.names.length > 0;
+    byId("no-metrics").hidden = d.names.length > 0;
     if (!plotTimer) {
       plotTimer = setTimeout(refreshPlots, Math.max(0, plotsDrawn + PLOT_EVERY - performance.now()));
     }
   }
 
-  // The page's one event stream: status, metrics and the log, with the log's filters as its parameters
-  // (a browser holds at most 6 connections to one host for all its tabs, so a page holds one).
-  var source = null;
-  var logLines = 0;
-
-  // The log's chunks sit in one block inside the box, watched for its size: it grows with every chunk, and
-  // also when a chunk laid out at its placeholder size takes its real one (below). Whatever moves the bottom
-  // of the log, a follower is taken back to it.
-  var logLinesBox = null;
-  var logGrown = typeof ResizeObserver === "function" ? new ResizeObserver(function () { keepAtEnd(); }) : null;
-
-  function resetLog() {
-    logLinesBox = el("div", null, "lines");
-    document.getElementById("log").replaceChildren(logLinesBox);
-    if (logGrown) {
-      logGrown.disconnect();
-      logGrown.observe(logLinesBox);
-    }
-    document.getElementById("log-error").hidden = true;
-    document.getElementById("log-count").textContent = "";
-    logLines = 0;
+  function plotsPanel() {
+    metricVersion = parseInt(byId("metrics").getAttribute("data-version"), 10) || 0;
+    document.querySelectorAll("#metrics img.plot").forEach(function (img) {
+      var name = img.getAttribute("data-metric");
+      plots[name] = img;
+      img.alt = plotAlt(name);
+      var src = img.getAttribute("data-src");
+      img.removeAttribute("data-src"); // said again once its picture is shown
+      drawPlot(name, src);
+    });
+    byId("plot-controls").addEventListener("change", function () {
+      var shown = plotView();
+      setQuery({ x: shown.x === "step" ? null : shown.x, scale: shown.scale === "linear" ? null : shown.scale }, true);
+      redrawPlots();
+    });
   }
 
-  function appendLines(lines) {
-    var block = logLinesBox;
-    // One text block per batch: ten thousand lines are a handful of nodes, not ten thousand.
-    var text = lines.map(function (l) { return "[" + l[0] + "] " + l[2]; }).join("\n");
-    block.appendChild(el("pre", text, "chunk"));
-    logLines += lines.length;
-    while (logLines > MAX_LOG_LINES && block.firstChild) {
-      logLines -= block.firstChild.textContent.split("\n").length;
-      block.removeChild(block.firstChild);
+  // -- the log: every line kept as data, only the lines in view drawn -------------------------------------
+
+  // The log box is as tall as its lines (a line is LINE px: the scroll bar is right for a log of any length,
+  // live or ended), and holds the rows of the lines in view and some around them: a hundred thousand lines
+  // scroll as smoothly as a hundred. The lines stay when the tab is hidden (its stream is let go of) and the
+  // stream resumes after the last line received (`cursor`), so the log keeps its place and nothing is sent
+  // twice. Each line has its number, a link to it (`#L<n>`: the address opens the page on that line), its
+  // stream (stderr marked), its time (shown on demand) and the grep's hits (the server finds them).
+  var OVERDRAW = 80; // rows drawn beyond the view on each side
+  var MARGIN = 20; // rows of that left before the next draw
+  var WIDEST = 10000; // characters at most that the box scrolls sideways for
+
+  function makeLog(box, count, follow) {
+    var lines = []; // [replica, stream, text, time_ns, hits]
+    var dropped = 0; // lines let go of from the front (past MAX_LOG_LINES): the numbering goes on
+    var cursor = {}; // replica → [time_ns of its last line, how many of its lines had that time]
+    var widest = 0;
+    var drawn = [0, 0];
+    var selected = 0; // the line the address names (#L<n>), marked
+    var target = 0; // a line the address names that has not come yet
+    var stamps = false;
+    var frame = 0;
+    var lineHeight = 18;
+    var sizer = el("div", null, "log-sizer");
+    var rows = el("div", null, "log-rows");
+    sizer.appendChild(rows);
+    var self = { ended: false };
+
+    function following() { return follow.checked; }
+
+    function row(i) {
+      var line = lines[i];
+      var n = dropped + i + 1;
+      var div = document.createElement("div");
+      div.className = "ln" + (line[1] === "stderr" ? " err" : "") + (n === selected ? " sel" : "");
+      var a = el("a", n, "n");
+      a.href = "#L" + n;
+      div.appendChild(a);
+      if (stamps) div.appendChild(el("span", formatClock(line[3] / 1e9, true), "ts"));
+      div.appendChild(el("span", "[" + line[0] + "]", "k"));
+      div.appendChild(document.createTextNode(" "));
+      var text = el("span", null, "t");
+      var hits = line[4];
+      if (hits && hits.length) {
+        var at = 0;
+        hits.forEach(function (hit) {
+          if (hit[0] > at) text.appendChild(document.createTextNode(line[2].slice(at, hit[0])));
+          text.appendChild(el("mark", line[2].slice(hit[0], hit[1])));
+          at = hit[1];
+        });
+        if (at < line[2].length) text.appendChild(document.createTextNode(line[2].slice(at)));
+      } else {
+        text.textContent = line[2];
+      }
+      div.appendChild(text);
+      return div;
     }
-    document.getElementById("log-count").textContent = logLines + " lines";
-    keepAtEnd();
+
+    // The rows around the view, unless those drawn still cover it with MARGIN to spare.
+    function draw(force) {
+      var top = box.scrollTop;
+      var first = Math.floor(top / lineHeight);
+      var last = Math.min(lines.length, Math.ceil((top + (box.clientHeight || 420)) / lineHeight));
+      var covered = first - drawn[0] >= (drawn[0] > 0 ? MARGIN : 0) &&
+        drawn[1] - last >= (drawn[1] < lines.length ? MARGIN : 0);
+      if (!force && covered && drawn[1] > drawn[0]) return;
+      var from = Math.max(0, first - OVERDRAW);
+      var to = Math.min(lines.length, last + OVERDRAW);
+      var fresh = [];
+      for (var i = from; i < to; i++) fresh.push(row(i));
+      rows.replaceChildren.apply(rows, fresh);
+      rows.style.transform = "translateY(" + from * lineHeight + "px)";
+      drawn = [from, to];
+    }
+
+    function size() {
+      sizer.style.height = lines.length * lineHeight + "px";
+      sizer.style.minWidth = "calc(" + (Math.min(widest, WIDEST) + 9 + (stamps ? 13 : 0)) + "ch + 8px)";
+    }
+
+    function toEnd() {
+      box.scrollTop = box.scrollHeight;
+      draw(true);
+    }
+
+    self.reset = function () {
+      lines = [];
+      dropped = 0;
+      cursor = {};
+      widest = 0;
+      drawn = [0, 0];
+      self.ended = false;
+      box.replaceChildren(sizer);
+      rows.replaceChildren();
+      lines = [["", "stdout", " ", 0, null]]; // one line, measured: the height of every line
+      var probe = row(0);
+      rows.appendChild(probe);
+      lineHeight = probe.offsetHeight || lineHeight;
+      lines = [];
+      rows.replaceChildren();
+      size();
+      count.textContent = "";
+      byId("log-error").hidden = true;
+    };
+
+    self.count = function () { return dropped + lines.length; };
+
+    // Where a resumed stream starts: after each replica's last line received.
+    self.cursor = function () { return JSON.stringify(cursor); };
+
+    self.append = function (batch) {
+      batch.forEach(function (line) {
+        lines.push(line);
+        var length = line[0].length + line[2].length + 3;
+        if (length > widest) widest = length;
+        var at = cursor[line[0]];
+        if (at && at[0] === line[3]) at[1] += 1;
+        else cursor[line[0]] = [line[3], 1];
+      });
+      if (lines.length > MAX_LOG_LINES) {
+        var over = lines.length - MAX_LOG_LINES;
+        lines.splice(0, over);
+        dropped += over;
+        drawn = [0, 0];
+        if (!following()) box.scrollTop = Math.max(0, box.scrollTop - over * lineHeight);
+      }
+      size();
+      count.textContent = self.count() + " lines";
+      if (target && self.count() >= target) self.reveal(target);
+      else if (following()) toEnd();
+      else draw(false);
+    };
+
+    // The end of the output (or of the job): said once, below the last line.
+    self.finish = function (text) {
+      if (self.ended) return;
+      self.ended = true;
+      box.appendChild(el("div", text, "log-end"));
+      if (target) {
+        logError("line " + target + " is not in this log (it has " + self.count() + " lines with these filters)");
+        target = 0;
+      }
+      if (following()) toEnd();
+    };
+
+    // The line numbered `n` in the middle of the box, marked, the box in view; following paused (it
+    // would take the view away). A line not received yet is shown when it comes.
+    self.reveal = function (n) {
+      var i = n - dropped - 1;
+      if (i >= lines.length) { target = n; return; }
+      target = 0;
+      selected = n;
+      follow.checked = false;
+      if (i >= 0) box.scrollTop = Math.max(0, i * lineHeight - (box.clientHeight - lineHeight) / 2);
+      draw(true);
+      if (box.scrollIntoView) box.scrollIntoView({ block: "nearest" });
+    };
+
+    self.stamps = function (on) {
+      stamps = on;
+      size();
+      draw(true);
+    };
+
+    box.addEventListener("scroll", function () {
+      if (!frame) frame = requestAnimationFrame(function () { frame = 0; draw(false); });
+    }, { passive: true });
+    // A line's number links to it: the address names the line, and a reload or a link opens there.
+    box.addEventListener("click", function (event) {
+      var a = event.target.closest ? event.target.closest("a.n") : null;
+      if (!a || event.metaKey || event.ctrlKey || event.shiftKey) return;
+      event.preventDefault();
+      selected = parseInt(a.textContent, 10);
+      history.replaceState(history.state, "", window.location.pathname + window.location.search + "#L" + selected);
+      follow.checked = false;
+      draw(true);
+    });
+    follow.addEventListener("change", function () { if (following()) toEnd(); });
+    pauseOnScrollUp(box, follow);
+    return self;
   }
 
-  // "keep at the end". A chunk out of view is laid out at its placeholder size (ui.css: content-visibility),
-  // and takes its real size only once it is rendered near the view, a frame or two later (or when the page
-  // is scrolled to show the box): scrolling to scrollHeight right after an append stops short, because the
-  // bottom moves down when the chunks brought into view render. So the box is scrolled after layout, in
-  // animation frames, again until it has stayed at its end with nothing growing for a few frames (at most
-  // STICK_FRAMES; every append, and every growth the observer above sees, starts the count over). Appends
-  // within one frame cost one scroll.
-  var STICK_FRAMES = 120;
-  var STILL_FRAMES = 3;
-  var stickLeft = 0;
-  var stickStill = 0;
-  var stickFrame = 0;
-  var stickHeight = -1;
-
-  function atEnd(box) { return box.scrollTop + box.clientHeight >= box.scrollHeight - 2; }
-
-  function keepAtEnd() {
-    if (!document.getElementById("log-follow").checked) return;
-    stickLeft = STICK_FRAMES;
-    stickStill = 0;
-    stickHeight = -1;
-    if (!stickFrame) stickFrame = requestAnimationFrame(stick);
-  }
-
-  function stick() {
-    stickFrame = 0;
-    var box = document.getElementById("log");
-    if (!document.getElementById("log-follow").checked) return;
-    var height = box.scrollHeight;
-    if (atEnd(box) && height === stickHeight) {
-      stickStill += 1;
-    } else {
-      stickStill = 0;
-      box.scrollTop = height;
-    }
-    stickHeight = height;
-    if (stickStill < STILL_FRAMES && --stickLeft > 0) stickFrame = requestAnimationFrame(stick);
+  // The line the address names (`#L<n>`), or 0.
+  function lineInAddress() {
+    var m = /^#L(\d+)$/.exec(window.location.hash);
+    return m ? parseInt(m[1], 10) : 0;
   }
 
   // A scroll up by hand pauses following (the box is unchecked), so the next lines do not pull the view away
   // from what is being read; checking it again jumps to the end. The wheel and the keys say their direction
-  // and pause at once (before the next frame's scroll to the end could undo them); a drag of the scrollbar,
-  // a selection or a touch pauses once it has moved the view up, away from the end. Scrolls of the page's own,
-  // and of the browser's (keeping the view in place while chunks take their real size), pause nothing.
-  function followLog() {
-    var box = document.getElementById("log");
-    var follow = document.getElementById("log-follow");
+  // and pause at once; a drag of the scrollbar, a selection or a touch pauses once it has moved the view up,
+  // away from the end. Scrolls of the page's own pause nothing.
+  function pauseOnScrollUp(box, follow) {
     var held = { pointer: false, touch: false };
     var lastTop = 0;
+    function atEnd() { return box.scrollTop + box.clientHeight >= box.scrollHeight - 2; }
     function pause() {
       if (box.scrollHeight > box.clientHeight) follow.checked = false;
     }
@@ -606,44 +788,47 @@
     box.addEventListener("scroll", function () {
       var up = box.scrollTop < lastTop;
       lastTop = box.scrollTop;
-      if (up && (held.pointer || held.touch) && !atEnd(box)) follow.checked = false;
+      if (up && (held.pointer || held.touch) && !atEnd()) follow.checked = false;
     }, { passive: true });
-    follow.addEventListener("change", function () {
-      if (follow.checked) {
-        box.scrollTop = box.scrollHeight;
-        keepAtEnd();
-      }
-    });
   }
 
   function logError(message) {
-    var error = document.getElementById("log-error");
+    var error = byId("log-error");
     error.textContent = message;
     error.hidden = false;
   }
 
-  // (Re)opened when a log filter changes: the server then reads the log again with the new filters.
-  function openStream() {
-    if (gone) return; // nothing more will come: the page stays as the job was last seen
-    var form = document.getElementById("log-filters");
+  // The page's one event stream: status, metrics and the log, with the log's filters (the address's query)
+  // as its parameters (a browser holds at most 6 connections to one host for all its tabs, so a page holds
+  // one). A stream opened again (the tab shown again, the server back) resumes the log after its last line;
+  // once the output has ended, it asks for no log at all.
+  var source = null;
+  var log = null;
+  var LOG_FILTERS = ["role", "index", "grep", "tail"];
+
+  function streamAddress() {
+    var shown = new URLSearchParams(window.location.search);
     var params = new URLSearchParams();
-    ["role", "index", "grep", "tail"].forEach(function (k) {
-      var v = form.elements[k].value;
-      if (v !== "") params.set(k, v);
-    });
-    if (source) source.close();
-    resetLog();
+    LOG_FILTERS.forEach(function (k) { if (shown.get(k)) params.set(k, shown.get(k)); });
+    if (log.ended) {
+      params = new URLSearchParams({ log: "off" });
+    } else if (log.count()) {
+      params.delete("tail"); // the lines after those received: all of them
+      params.set("after", log.cursor());
+    }
     var query = params.toString();
-    var stream = eventStream(attr("events") + (query ? "?" + query : ""), {
-      // Every connection sends the log from its start: after a reconnect, the page starts it over.
-      open: resetLog,
+    return attr("events") + (query ? "?" + query : "");
+  }
+
+  function openStream(fresh) {
+    if (gone) return; // nothing more will come: the page stays as the job was last seen
+    if (source) source.close();
+    if (fresh) log.reset();
+    var stream = eventStream(streamAddress, {
       status: onStatus,
       metrics: renderMetrics,
-      lines: appendLines,
-      end: function () {
-        document.getElementById("log").appendChild(el("div", "— end of output —", "log-end"));
-        keepAtEnd();
-      },
+      lines: log.append,
+      end: function () { log.finish("— end of output —"); },
       failed: function (data) { logError(data.message); },
       gone: function (data) {
         stream.close();
@@ -693,33 +878,56 @@
   function jobPage() {
     document.querySelectorAll("button.action").forEach(function (b) {
       if (!b.disabled) allowed.push(b.getAttribute("data-action"));
-    });
-    metricVersion = parseInt(document.getElementById("metrics").getAttribute("data-version"), 10) || 0;
-    document.querySelectorAll("#metrics img.plot").forEach(function (img) {
-      var name = img.getAttribute("data-metric");
-      plots[name] = img;
-      var src = img.getAttribute("data-src");
-      img.removeAttribute("data-src"); // said again once its picture is shown
-      drawPlot(name, src);
-    });
-    document.getElementById("metric-x").addEventListener("change", redrawPlots);
-    document.getElementById("metric-scale").addEventListener("change", redrawPlots);
-    followLog();
-    document.getElementById("log-filters").addEventListener("submit", function (event) {
-      event.preventDefault();
-      openStream();
-    });
-    document.querySelectorAll("button.action").forEach(function (b) {
       b.addEventListener("click", function () { act(b); });
     });
-    openStream();
-    whileVisible(openStream, function () { if (source) source.close(); });
+    plotsPanel();
+    log = makeLog(byId("log"), byId("log-count"), byId("log-follow"));
+    var filters = byId("log-filters");
+    filters.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var changes = {};
+      LOG_FILTERS.forEach(function (k) { changes[k] = filters.elements[k].value; });
+      setQuery(changes, false); // other filters, other numbering: the line of the address goes
+      openStream(true);
+    });
+    var stamps = byId("log-ts");
+    log.stamps(stamps.checked);
+    stamps.addEventListener("change", function () {
+      setQuery({ ts: stamps.checked ? "1" : null }, true);
+      log.stamps(stamps.checked);
+    });
+    openStream(true);
+    if (lineInAddress()) log.reveal(lineInAddress());
+    window.addEventListener("hashchange", function () { if (lineInAddress()) log.reveal(lineInAddress()); });
+    whileVisible(function () { openStream(false); }, function () { if (source) source.close(); });
   }
 
   // -- the page's content ------------------------------------------------------------------------------
 
+  // The field being typed in (the table's name search), to keep typing in it once the content is replaced.
+  function typing() {
+    var field = document.activeElement;
+    if (!field || !field.name || !field.form || !field.form.id) return null;
+    return { form: field.form.id, name: field.name, value: field.value, start: field.selectionStart, end: field.selectionEnd };
+  }
+
+  function keepTyping(was) {
+    var form = was && byId(was.form);
+    var field = form && form.elements[was.name];
+    if (!field) return;
+    field.focus();
+    if (field.value !== was.value) {
+      field.value = was.value;
+      field.dispatchEvent(new Event("input")); // typed since it was asked for: asked for again
+    }
+    try { field.setSelectionRange(was.start, was.end); } catch (err) { /* not a text field */ }
+  }
+
+  var loads = 0;
+
   // The layout came without anything of a job (any page address answers it to anyone): its content is
-  // asked for with the token, put in the layout as the server rendered it, and kept current from there.
+  // asked for with the token (the address's query says what it shows), put in the layout as the server
+  // rendered it, and kept current from there.
   function load() {
     takeToken();
     if (!storedToken()) {
@@ -727,25 +935,33 @@
       return;
     }
     var path = window.location.pathname;
-    var address = path === "/" ? "/content" : path.replace(/\/$/, "") + "/content";
+    var address = (path === "/" ? "/content" : path.replace(/\/$/, "") + "/content") + window.location.search;
+    var mine = ++loads;
     get(address).then(function (response) {
       if (response.status === 401) return; // said by get()
       return response.text().then(function (text) {
+        if (mine !== loads) return; // a later address was asked for meanwhile
         if ((response.headers.get("content-type") || "").indexOf("text/html") !== 0) {
           notice("the server answered " + response.status + ": " + text.trim());
           return;
         }
-        var box = document.getElementById("view");
-        box.innerHTML = text; // the server's HTML, every value in it escaped (pages.py)
+        leaving.forEach(function (let_go) { let_go(); });
+        leaving = [];
+        placed = {};
+        var was = typing();
+        var box = byId("view");
+        place(box, text); // the server's HTML, every value in it escaped (templates)
         view = box.firstElementChild;
         document.title = attr("title") + " · kubetrain";
         if (attr("view") === "jobs") jobsPage();
         if (attr("view") === "job") jobPage();
+        keepTyping(was);
       });
     }, function () {
       notice("the server cannot be reached: reload the page once kubetrain ui runs again");
     });
   }
 
+  setInterval(function () { formatTimes(byId("view")); }, 5000); // ages tick in the page: nothing is asked
   load();
 })();
