@@ -28,6 +28,15 @@ python3 -m venv .venv
 # TorchX for the from_torchx tests, without its urllib3 < 1.27 pin (see the test extra in pyproject.toml).
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps torchx==0.7.0
 
+# axe-core, the accessibility engine the web view's browser tests load into its pages (tests/ui/test_layout.py),
+# from the npm registry at a pinned version, into .cache/ (never part of the package).
+AXE_VERSION=4.14.1
+if ! grep -qs "\"version\": \"$AXE_VERSION\"" .cache/axe/node_modules/axe-core/package.json; then
+  echo "== installing axe-core $AXE_VERSION (npm) into .cache/axe"
+  command -v npm >/dev/null 2>&1 || { echo "error: the web view's tests need npm (Node.js) for axe-core" >&2; exit 1; }
+  npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix .cache/axe "axe-core@$AXE_VERSION"
+fi
+
 echo "== ruff"
 .venv/bin/ruff check kubetrain tests benchmarks testing
 echo "== import layers (import-linter)"
