@@ -104,12 +104,17 @@
   }
 
   // The pieces of an event, by the id of the element each fills; a piece that did not change is left alone
-  // (a selection in it, or a hover, stays).
+  // (a selection in it, a link about to be clicked, stays). The first event of a stream repeats what the
+  // page was rendered with: compared as the browser reads both.
   var placed = {};
   function placeAll(pieces) {
     Object.keys(pieces || {}).forEach(function (id) {
       var node = byId(id);
       if (!node || placed[id] === pieces[id]) return;
+      var fresh = document.createElement("template");
+      fresh.innerHTML = pieces[id];
+      formatTimes(fresh.content);
+      if (placed[id] === undefined && fresh.innerHTML === node.innerHTML) { placed[id] = pieces[id]; return; }
       placed[id] = pieces[id];
       place(node, pieces[id]);
     });
