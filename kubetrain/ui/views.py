@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..status import JobPhase, JobStatus
+from ..status import JobPhase, JobStatus, ReplicaPhase, ReplicaStatus
 from ..terminal import sanitize
 
 
@@ -116,6 +116,19 @@ class JobDetail:
         }
 
 
+def replica_reason(replica: ReplicaStatus) -> str | None:
+    """A replica's reason, as Kubernetes words a container's end when the backend gave none: "Error" for one
+    that failed of itself (beside a rank "Stopped" because another failed, the crashed one said nothing),
+    "Completed" for one that succeeded."""
+    if replica.reason:
+        return replica.reason
+    if replica.phase is ReplicaPhase.FAILED and (replica.exit_code or replica.signal is not None):
+        return "Error"
+    if replica.phase is ReplicaPhase.SUCCEEDED:
+        return "Completed"
+    return None
+
+
 def job_detail(status: JobStatus, framework: str, diagnoses: Sequence[Mapping[str, Any]] = ()) -> JobDetail:
     """The job page's data from a status and the backend's Pending causes (`Diagnosis.to_dict()`)."""
     s = status
@@ -148,7 +161,7 @@ def job_detail(status: JobStatus, framework: str, diagnoses: Sequence[Mapping[st
                 "phase": r.phase.value,
                 "exit": r.describe_exit(),
                 "restarts": r.restarts,
-                "reason": r.reason,
+                "reason": replica_reason(r),
             }
             for r in s.replicas
         ],
@@ -205,5 +218,6 @@ __all__ = [
     "job_href",
     "job_row",
     "ready_count",
+    "replica_reason",
     "spec_text",
 ]
