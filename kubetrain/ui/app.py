@@ -439,6 +439,7 @@ class WebView:
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         self.loop = asyncio.get_running_loop()
         self.any_change.attach(self.loop)
+        await asyncio.to_thread(pages.warm)
         for source in self.sources.values():
             source.feed.attach(self.loop)
             source.feed.parent = self.any_change

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -100,12 +101,13 @@ def test_the_log_keeps_its_place_after_a_tab_switch_and_is_not_sent_again(
             # A live log is as tall as its lines (not a placeholder's guess per block of lines).
             assert BATCH * shown["lineHeight"] <= shown["height"] <= BATCH * shown["lineHeight"] + shown["client"]
 
+            until(browser, "the last line in view", lambda d: (v := view(d)) is not None and v["top"] > 0)
             box = browser.find_element(By.ID, "log")
             ActionChains(browser).scroll_from_origin(ScrollOrigin.from_element(box), 0, -20000).perform()
             until(browser, "following paused", lambda d: not view(d)["follow"])  # type: ignore[index]
             before = view(browser)
             assert before is not None and before["first"] is not None
-            assert int(before["first"][0]) < BATCH - 500  # read somewhere in the middle
+            assert int(before["first"][0]) < BATCH - 500, before  # read somewhere in the middle
 
             browser.execute_script(WATCH)
             browser.switch_to.new_window("tab")  # the job page's tab is hidden: it lets its stream go
@@ -216,6 +218,12 @@ def test_timestamps_stderr_and_the_greps_hits_are_shown_and_kept_in_the_address(
         until(browser, "timestamps", lambda d: all(p["stamp"] for p in d.execute_script(LINE_PARTS)))
         stamp = browser.execute_script(LINE_PARTS)[0]["stamp"]
         assert len(stamp) == 12 and stamp[2] == stamp[5] == ":" and stamp[8] == "."  # HH:MM:SS.mmm
+        # When the line was written, in the reader's time zone (the browser's is the machine's here): while
+        # the job ran.
+        ran = local.status(job_id)
+        assert ran.started_at is not None and ran.finished_at is not None
+        started, ended = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (ran.started_at - 1, ran.finished_at + 1))  # noqa: E501
+        assert started <= stamp[:8] <= ended or ended < started, (started, stamp, ended)  # (or it ran over midnight)
         assert parse_qs(urlsplit(browser.current_url).query) == {"ts": ["1"]}
 
         grep = browser.find_element(By.NAME, "grep")

@@ -457,7 +457,7 @@
     byId("message").textContent = data.message;
     enableActions();
     setLive(false);
-    log.finish("— the job is gone: no more output —");
+    log.finish("— the job is gone: no more output —", true);
   }
 
   // -- plots: pictures the server draws (svg.py), fetched with the token ------------------------------------
@@ -592,9 +592,9 @@
   var WIDEST = 10000; // characters at most that the box scrolls sideways for
 
   function makeLog(box, count, follow) {
-    var lines = []; // [replica, stream, text, time_ns, hits]
+    var lines = []; // [replica, stream, text, time in ms, hits]
     var dropped = 0; // lines let go of from the front (past MAX_LOG_LINES): the numbering goes on
-    var cursor = {}; // replica → [time_ns of its last line, how many of its lines had that time]
+    var cursor = {}; // replica → [time in ms of its last line, how many of its lines had that time]
     var widest = 0;
     var drawn = [0, 0];
     var selected = 0; // the line the address names (#L<n>), marked
@@ -617,7 +617,7 @@
       var a = el("a", n, "n");
       a.href = "#L" + n;
       div.appendChild(a);
-      if (stamps) div.appendChild(el("span", formatClock(line[3] / 1e9, true), "ts"));
+      if (stamps) div.appendChild(el("span", formatClock(line[3] / 1000, true), "ts"));
       div.appendChild(el("span", "[" + line[0] + "]", "k"));
       div.appendChild(document.createTextNode(" "));
       var text = el("span", null, "t");
@@ -665,6 +665,7 @@
     }
 
     self.reset = function () {
+      if (pending) { cancelAnimationFrame(pending); pending = 0; }
       lines = [];
       dropped = 0;
       cursor = {};
@@ -705,17 +706,37 @@
         drawn = [0, 0];
         if (!following()) box.scrollTop = Math.max(0, box.scrollTop - over * lineHeight);
       }
-      size();
       count.textContent = self.count() + " lines";
-      if (target && self.count() >= target) self.reveal(target);
-      else if (following()) toEnd();
-      else draw(false);
+      if (target && self.count() >= target) { self.reveal(target); return; }
+      later();
     };
 
-    // The end of the output (or of the job): said once, below the last line.
-    self.finish = function (text) {
-      if (self.ended) return;
+    // Lines come in many small batches while a job prints: the box is sized, scrolled and drawn once per
+    // frame (each of those asks the browser for a layout), not once per batch.
+    var pending = 0;
+    function later() {
+      if (!pending) pending = requestAnimationFrame(settle);
+    }
+    function settle() {
+      pending = 0;
+      size();
+      if (following()) toEnd();
+      else draw(false);
+    }
+    // Now rather than at the next frame: the box sized for every line received (before it is scrolled to
+    // a line, or its end is said).
+    self.settle = function () {
+      if (pending) { cancelAnimationFrame(pending); pending = 0; }
+      size();
+    };
+
+    // The end of the output (or of the job): said below the last line, once (`more`: said after an end too,
+    // as the job's going after its output's end).
+    self.finish = function (text, more) {
+      if (self.ended && !more) return;
       self.ended = true;
+      self.settle();
+      draw(false);
       box.appendChild(el("div", text, "log-end"));
       if (target) {
         logError("line " + target + " is not in this log (it has " + self.count() + " lines with these filters)");
@@ -727,6 +748,7 @@
     // The line numbered `n` in the middle of the box, marked, the box in view; following paused (it
     // would take the view away). A line not received yet is shown when it comes.
     self.reveal = function (n) {
+      self.settle();
       var i = n - dropped - 1;
       if (i >= lines.length) { target = n; return; }
       target = 0;
@@ -757,7 +779,7 @@
       draw(true);
     });
     follow.addEventListener("change", function () { if (following()) toEnd(); });
-    pauseOnScrollUp(box, follow);
+    pauseOnScrollUp(box, follow, self.settle);
     return self;
   }
 
@@ -771,11 +793,12 @@
   // from what is being read; checking it again jumps to the end. The wheel and the keys say their direction
   // and pause at once; a drag of the scrollbar, a selection or a touch pauses once it has moved the view up,
   // away from the end. Scrolls of the page's own pause nothing.
-  function pauseOnScrollUp(box, follow) {
+  function pauseOnScrollUp(box, follow, settle) {
     var held = { pointer: false, touch: false };
     var lastTop = 0;
     function atEnd() { return box.scrollTop + box.clientHeight >= box.scrollHeight - 2; }
     function pause() {
+      settle(); // the lines received by now, sized: is there anything above to scroll to?
       if (box.scrollHeight > box.clientHeight) follow.checked = false;
     }
     box.addEventListener("wheel", function (event) { if (event.deltaY < 0) pause(); }, { passive: true });
