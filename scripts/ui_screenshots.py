@@ -1,11 +1,13 @@
-"""Screenshots of the web view for the docs: the jobs table and a running job's page (replicas, a metric
-plot, logs), made from real local jobs in a scratch state directory with Debian's chromium (headless).
+"""Screenshots of the web view for the docs: the jobs table (60 jobs, a page of 25), a running job's page
+(replicas, metric plots, the log with timestamps and a line linked), and the jobs table on a 390 px phone,
+made from real local jobs in a scratch state directory with Debian's chromium (headless).
 
-    .venv/bin/python scripts/ui_screenshots.py            # writes docs/images/ui-jobs.png and ui-job.png
+    .venv/bin/python scripts/ui_screenshots.py    # writes docs/images/ui-jobs.png, ui-job.png, ui-phone.png
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -46,6 +48,7 @@ def main() -> int:
 
     from kubetrain.backends.local.backend import LocalBackend
     from kubetrain.jobspec import from_dict
+    from kubetrain.status import JobPhase
     from kubetrain.ui.server import Background
     from tests.support.browser import headless_chromium
 
@@ -67,6 +70,10 @@ def main() -> int:
     py = sys.executable
     backend.run(from_dict(doc("warmup", [py, "-c", "print('ok')"], 1, "generic")))
     backend.run(from_dict(doc("bad-lr", [py, "-c", "import sys; print('loss is nan at step 12'); sys.exit(3)"], 2)))
+    spec = json.dumps(doc("sweep", [py, "-c", "pass"], 2))
+    for n in range(56):  # a sweep recorded earlier (as `run` records jobs), ended in various ways
+        phase = (JobPhase.SUCCEEDED, JobPhase.SUCCEEDED, JobPhase.FAILED, JobPhase.CANCELLED)[n % 4]
+        backend.store.create_job(f"sweep-lr-{n:02d}", "local", spec, None, [("worker", 0), ("worker", 1)], phase=phase)
     job = backend.run(from_dict(doc("resnet-ddp", [py, str(script), str(gate)], 2)), detach=True).job_id
 
     try:
@@ -82,28 +89,32 @@ def main() -> int:
                     "[...document.querySelectorAll('#metrics img.plot')].every(i => i.complete && i.naturalWidth)"
                 )
             )
-            driver.get(bg.url + "/")  # the page keeps the token of the first address for this origin
-            WebDriverWait(driver, 30).until(
-                lambda d: "resnet-ddp" in d.execute_script(JOBS_TEXT)
-            )
-            driver.set_window_size(1200, 420)
+            driver.get(bg.url + "/?per=25")  # the page keeps the token of the first address for this origin
+            WebDriverWait(driver, 30).until(lambda d: "resnet-ddp" in d.execute_script(JOBS_TEXT))
+            driver.set_window_size(1200, 760)
             driver.save_screenshot(str(OUT / "ui-jobs.png"))
             driver.set_window_size(1200, 1500)
-            driver.get(bg.url + f"/jobs/local/{job}")
+            driver.get(bg.url + f"/jobs/local/{job}?ts=1#L97")
             WebDriverWait(driver, 30).until(
                 lambda d: d.execute_script(
                     "return document.querySelectorAll('#metrics img.plot').length == 2 && "
                     "[...document.querySelectorAll('#metrics img.plot')].every(i => i.complete && i.naturalWidth) && "
-                    "(document.getElementById('log') || {textContent: ''}).textContent.includes('step  59')"
+                    "!!document.querySelector('#log .ln.sel')"
                 )
             )
+            driver.execute_script("window.scrollTo(0, 0)")
             driver.save_screenshot(str(OUT / "ui-job.png"))
+            phone = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", phone)
+            driver.get(bg.url + "/?per=25&sort=name&dir=asc")
+            WebDriverWait(driver, 30).until(lambda d: "bad-lr" in d.execute_script(JOBS_TEXT))
+            driver.save_screenshot(str(OUT / "ui-phone.png"))
     finally:
         for i in range(2):
             fd = os.open(f"{gate}-{i}", os.O_WRONLY)
             os.close(fd)
         backend.close()
-    print(f"wrote {OUT / 'ui-jobs.png'} and {OUT / 'ui-job.png'}")
+    print(f"wrote {OUT / 'ui-jobs.png'}, {OUT / 'ui-job.png'} and {OUT / 'ui-phone.png'}")
     return 0
 
 
