@@ -4,12 +4,15 @@ Routes (every one but the page addresses and `/static/` needs `Authorization: Be
 
 - `GET /` and `GET /jobs/{backend}/{id}`: the page addresses, answered to anyone with the one layout
   (`pages.SHELL`), whose script asks for the rest with the token.
-- `GET /content`: the jobs table; `GET /events?have=DIGEST`: its updates (event `jobs`: the rows that changed
-  and, when it moved, the rows' order; see `table_diff.py`).
-- `GET /jobs/{backend}/{id}/content`: a job's page; `GET .../events?role=&index=&grep=&tail=`: its one stream
-  (`status`: the page's data; `metrics`: the metric names and how many samples there are, which the page
-  turns into new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters,
-  followed). One stream per page: a browser holds at most 6 connections to one host for all its tabs.
+- `GET /content?sort=&dir=&phase=&q=&page=&per=`: the jobs table as the query says (`job_list.py`);
+  `GET /events?...&have=DIGEST`: its updates (event `jobs`: the rows that changed, with their HTML, and,
+  when it moved, the rows' order; the summary under the table when it changed; see `table_diff.py`).
+- `GET /jobs/{backend}/{id}/content?...`: a job's page (the query fills its log filters and plot axes);
+  `GET .../events?role=&index=&grep=&tail=&after=&log=`: its one stream (`status`: the page's data and its
+  pieces, rendered; `metrics`: the metric names and how many samples there are, which the page turns into
+  new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters, followed, after
+  the page's last line with `after`, none with `log=off`). One stream per page: a browser holds at most 6
+  connections to one host for all its tabs.
 - `GET .../plot.svg?name=METRIC&x=step|time&scale=linear|log`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
 - `POST .../{cancel|suspend|resume|delete}`: an action (from this origin, when a browser says where from).
 

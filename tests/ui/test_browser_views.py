@@ -121,8 +121,8 @@ BELOW_THE_FOLD = "return document.getElementById('log').getBoundingClientRect().
 def test_keep_at_the_end_holds_when_the_page_is_scrolled_to_a_live_log(
     browser: Any, local: LocalBackend, tmp_path: Path
 ) -> None:
-    """The log box below the fold while the lines stream: its chunks are laid out at their placeholder size
-    until the page is scrolled to show it; then they take their real size, and the view stays at the end."""
+    """The log box below the fold while the lines stream (no frame draws it until it is in view): once the
+    page is scrolled to show it, the view is at the end of the output, its last line in view."""
     script, gate = tmp_path / "live.py", tmp_path / "gate"
     script.write_text(LIVE.format(lines=LINES))
     os.mkfifo(gate)
