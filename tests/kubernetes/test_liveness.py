@@ -193,14 +193,14 @@ def test_flavors_not_served_are_said(kube_emulator: KubeEmulator, kube_config_fi
 def test_the_web_view_reads_it(kube_emulator: KubeEmulator, kube_config_file: Path) -> None:
     """The web view's job page and table take describe and list as they are: the message reaches the page's data
     (its message line, its Pending list) and the table's reason column, without a change of its own."""
-    from kubetrain.ui.pages import pending_html
+    from kubetrain.ui.pages import status_fragments
     from kubetrain.ui.sources import Source
 
     b = backend(kube_config_file, flavor="jobset", untouched_after=0)
     b.run(from_dict(job_doc("viewed")), detach=True)
     detail = Source(b).detail("viewed")
     assert detail.message is not None and detail.message.startswith("no controller has acted on this JobSet")
-    assert "NoController" in pending_html(detail.pending) and "kubectl get pods -n jobset-system" in pending_html(
-        detail.pending)
+    pending = status_fragments(detail)["pending"]  # the page's Pending list, as the page renders it
+    assert "NoController" in pending and "kubectl get pods -n jobset-system" in pending
     [row] = [s for s in b.list() if s.job_id == "viewed"]
     assert row.reason == "NoController"
