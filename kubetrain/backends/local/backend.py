@@ -739,6 +739,10 @@ class LocalBackend:
         if pid is None or record is None:  # created, not started yet (or gone): the request waits in the store
             if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
                 self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
+            elif status.phase is JobPhase.PENDING:
+                # `run --detach` returns once the job is recorded; its supervisor may not have started yet.
+                # It reads the request when it does: wait for that as for a running job.
+                return self._wait(job_id, until=_stopped_or_ended, timeout=STOP_WAIT)
             return self._status(job_id)
         state = read_state(state_path(self.store, job_id))
         # A supervisor running in a thread of someone's program polls for requests: a SIGTERM would end
@@ -746,9 +750,8 @@ class LocalBackend:
         if state is None or state.pid != pid or state.signals:
             with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
                 os.kill(pid, signal.SIGTERM)
-        done: Callable[[JobStatus], bool] = lambda s: s.phase.is_terminal or s.phase is JobPhase.SUSPENDED  # noqa: E731
-        status = self._wait(job_id, until=done, timeout=STOP_WAIT, stopped=record)
-        if done(status) or not is_stopped(*record):
+        status = self._wait(job_id, until=_stopped_or_ended, timeout=STOP_WAIT, stopped=record)
+        if _stopped_or_ended(status) or not is_stopped(*record):
             return status
         return self._stop_without_supervisor(job_id, kind, record, state)
 
@@ -1042,6 +1045,11 @@ __all__ = [
     "free_ports",
     "local_plan",
 ]
+
+
+def _stopped_or_ended(status: JobStatus) -> bool:
+    """What a stop request waits for: the job ended, or suspended (kept, to be resumed)."""
+    return status.phase.is_terminal or status.phase is JobPhase.SUSPENDED
 
 
 def _wait_gone(processes: dict[int, int], timeout: float) -> None:

@@ -14,12 +14,14 @@ import pytest
 
 import kubetrain
 from kubetrain.backends.base import RunResult
+from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
     PIDFILE_SLEEP,
     TICK,
     alive,
     cli,
+    create_job,
     generic,
     job_file,
     local_backend,
@@ -152,3 +154,31 @@ def test_a_resumed_job_is_pending_not_lost_before_its_new_supervisor_records_its
         backend._prepare_resume(job_id)  # what resume does before it starts the new supervisor
         status = backend.status(job_id)
     assert (status.phase, status.reason) == (JobPhase.PENDING, "Resumed"), status.summary_line()
+
+
+def test_suspend_right_after_a_detached_run_waits_for_its_supervisor_to_start(tmp_path: Path) -> None:
+    """`run --detach` returns once the job is recorded; `suspend` at once finds it Pending with no supervisor
+    yet. The request stands in the store and the supervisor reads it when it starts: suspend waits for that
+    and reports Suspended, as it does for a running job, rather than failing with "still pending"."""
+    write(tmp_path / "tick.py", TICK)
+    job = make_job(generic(["tick.py", "1000", "0.05"], replicas=1), "earlysuspend")
+    with local_backend() as backend:
+        job_id = create_job(backend, job, tmp_path)
+        outcome: list[object] = []
+        asking = threading.Thread(target=lambda: outcome.append(_suspend_or_error(backend, job_id)))
+        asking.start()
+        while not backend.store.pending_requests(job_id):  # the request is in before any supervisor is
+            time.sleep(0.02)
+        backend._start_detached(job_id)
+        asking.join(timeout=90)
+        try:
+            assert outcome and getattr(outcome[0], "phase", None) is JobPhase.SUSPENDED, outcome
+        finally:
+            cli("cancel", job_id)
+
+
+def _suspend_or_error(backend: LocalBackend, job_id: str) -> object:
+    try:
+        return backend.suspend(job_id)
+    except Exception as error:  # the test shows what suspend said
+        return error
