@@ -644,6 +644,23 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
     return document(metadata, spec)
 
 
+def _tf_success(walker: SourceWalker, s: tuple[str, ...], spec: dict[str, Any], roles: Mapping[str, Any]) -> None:
+    """The TFJob operator's rule for success, as runPolicy.successRoles: the chief (Chief or Master) when there
+    is one, else every worker (successPolicy AllWorkers) or worker 0 (the default, approximated as every
+    worker). The other replicas (parameter servers, an evaluator) serve until stopped, as TensorFlow's do: a
+    job waiting for them to exit would never end."""
+    path = (*s, "successPolicy")
+    policy = walker.get(path)
+    deciding = "chief" if "chief" in roles else "worker"
+    if deciding in roles and set(roles) != {deciding}:
+        spec.setdefault("runPolicy", {}).setdefault("successRoles", [deciding])
+    if deciding == "worker" and policy != "AllWorkers":
+        walker.approx(path, "spec.runPolicy.successRoles", "TFJob succeeds when worker 0 has; a kubetrain job "
+                      "when every worker has")
+    elif walker.has(path):
+        walker.take(path, "spec.runPolicy.successRoles")
+
+
 _MPIRUN_VALUE_OPTIONS = frozenset(
     {
         "-np",
@@ -790,15 +807,7 @@ def _kind_fields(
             "deepspeed); Paddle's elastic mode is not supported",
         )
     if op is TFJOB:
-        policy = walker.get((*s, "successPolicy"))
-        walker.approx(
-            (*s, "successPolicy"),
-            None,
-            "a kubetrain job succeeds when every replica has exited 0 "
-            f"(TFJob's {policy or 'default'!s} policy: "
-            + ("every worker" if policy == "AllWorkers" else "the chief, or worker 0")
-            + ")",
-        )
+        _tf_success(walker, s, spec, roles)
         walker.refuse((*s, "enableDynamicWorker"), "kubetrain's TF_CONFIG lists a fixed set of workers")
     if op in (MPIJOB_V1, MPIJOB_V2):
         slots = walker.take((*s, "slotsPerWorker"), "spec.roles.worker.procsPerReplica")

@@ -102,6 +102,8 @@ def reporting(job: TrainJob, contract: Contract, sample: str) -> TrainJob:
               for i, r in enumerate(contract.rows) if r.sample == sample and r.what in ("label", "annotation")]
     spec["run"] = run
     spec["env"] = [*(spec.get("env") or []), *fields]
+    # Every replica reports before the job ends: which roles end it (a TFJob's chief) is not the table's matter.
+    (spec.get("runPolicy") or {}).pop("successRoles", None)
     for role in (spec.get("roles") or {}).values():
         if "run" in role:
             role["run"] = run

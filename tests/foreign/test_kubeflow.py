@@ -349,8 +349,10 @@ PADDLE_SINK = """\
                 "spec.tfReplicaSpecs.Master.replicas": "spec.roles.chief.replicas",
                 # the operator's contract reads its port (TF_CONFIG's addresses)
                 "spec.tfReplicaSpecs.Master.template.spec.containers[0].ports[0]": "spec.controller.roles.chief.port",
+                # with a chief, the operator's success is the chief's whatever the policy says
+                "spec.successPolicy": "spec.runPolicy.successRoles",
             },
-            {"spec.successPolicy"},
+            set(),
             {"spec.enableDynamicWorker", "spec.runPolicy.managedBy"},
         ),
         (
