@@ -16,7 +16,7 @@ from typing import Any
 
 from ..jobspec.errors import Path
 from .base import FieldTree, SimpleKind, SourceWalker
-from .kubeflow import (
+from .shapes import (
     METADATA_FIELDS,
     convert_template,
     document,

@@ -25,7 +25,7 @@ from ..frameworks import support_of
 from ..jobspec.frameworks import Framework
 from ..jobspec.model import TrainJob
 from .base import Conversion, FieldTree, ForeignKind, SimpleKind, SourceWalker, run_conversion
-from .kubeflow import document, program_run
+from .shapes import document, program_run
 
 KIND = "AppDef"
 API_VERSION = "torchx.pytorch.org/specs"

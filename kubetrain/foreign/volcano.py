@@ -19,12 +19,12 @@ from ..frameworks import support_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
 from .base import FieldTree, SimpleKind, SourceWalker
-from .kubeflow import (
+from .mpirun import mpirun_run
+from .shapes import (
     HOSTING_PROGRAM,
     convert_template,
     document,
     is_kubetrain_template,
-    mpirun_run,
     object_fields,
     role_data,
     take_object_metadata,
