@@ -307,11 +307,15 @@ class RunResult:
     interrupted: bool = False
     """Attached: the job was cancelled because this process was interrupted (Ctrl-C), as the backend saw it
     (the local supervisor handles SIGINT itself while it runs)."""
+    interrupted_by: int | None = None
+    """Attached and cancelled because this process received a signal, as the backend saw it: the signal's
+    number (SIGINT for Ctrl-C, SIGTERM), so the exit status is 128 + it, as a shell reports a command that
+    signal ended (the local supervisor handles both itself while it runs)."""
 
     @property
     def exit_code(self) -> int:
         """0 succeeded (or started detached, created paused, suspended, a dry run accepted), 1 failed or
-        refused, 130 cancelled."""
+        refused, 130 cancelled (143: cancelled by a SIGTERM to this process, `interrupted_by`)."""
         if self.dry_run is not None:
             return 0 if self.dry_run.ok else EXIT_FAILED
         if self.status is None or self.detached:
@@ -320,7 +324,7 @@ class RunResult:
         if phase == "Failed":
             return EXIT_FAILED
         if phase == "Cancelled":
-            return EXIT_INTERRUPTED
+            return 128 + self.interrupted_by if self.interrupted_by else EXIT_INTERRUPTED
         return 0
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, KubetrainError
+from ..contract.errors import EXIT_FAILED, KubetrainError, interrupted_status
 
 
 class CliError(KubetrainError):
@@ -25,7 +25,7 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     except KubetrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (`cli.signals`): 130 or 143, no traceback
+        return interrupted_status(exc)
     except BrokenPipeError:
         return 0

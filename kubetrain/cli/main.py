@@ -50,6 +50,20 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ..contract.errors import interrupted_status
+    from ..contract.pause import pause_point
+    from .signals import interruptible
+
+    # SIGINT and SIGTERM raise `Interrupted` from here on, whatever the verb is doing (`cli.signals`).
+    with interruptible():
+        try:
+            pause_point("cli:start")
+            return _main(argv)
+        except KeyboardInterrupt as exc:  # before a verb ran (parsing, importing it): nothing to end
+            return interrupted_status(exc)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Everything after `--` is the program of `kubetrain run`'s quick form, taken verbatim.
     command: list[str] = []

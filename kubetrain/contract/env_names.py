@@ -87,3 +87,9 @@ __all__ = [
     "TEMPLATES",
     "UI_TOKEN",
 ]
+
+# -- for kubetrain's own tests -------------------------------------------------------------------------
+PAUSE_AT = "KUBETRAIN_TEST_PAUSE_AT"
+"""A test hook: comma-separated names of start-up points (`contract.pause.pause_point`) where a command stops,
+says so on stderr, and waits for a SIGINT or SIGTERM, which then takes effect right there. Lets a test send a
+signal at a chosen moment of start-up instead of sleeping and hoping."""

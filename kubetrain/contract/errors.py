@@ -11,6 +11,7 @@ from __future__ import annotations
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+"""128 + SIGINT: a command ended by Ctrl-C, as a shell reports it; SIGTERM gives 143 (`Interrupted.exit_status`)."""
 
 
 class KubetrainError(Exception):
@@ -26,4 +27,35 @@ class UsageError(KubetrainError, ValueError):
     exit_code = EXIT_USAGE
 
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "KubetrainError", "UsageError"]
+class Interrupted(KeyboardInterrupt):
+    """The CLI's SIGINT or SIGTERM (`cli.signals`), raised in the main thread wherever it is: a KeyboardInterrupt,
+    so every path that ends a run on Ctrl-C (a local job not started yet is recorded Cancelled, a followed
+    Kubernetes job is cancelled, `metrics --watch` prints its latest table) ends it on SIGTERM the same way,
+    and the exit status says which signal it was."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal's number, as a shell reports a command a signal ended: 130 for SIGINT, 143 for
+        SIGTERM."""
+        return 128 + self.signum
+
+
+def interrupted_status(exc: BaseException) -> int:
+    """The exit status of a command ended by `exc`, a KeyboardInterrupt: the signal's (`Interrupted`), else 130
+    (Python's own Ctrl-C)."""
+    return exc.exit_status if isinstance(exc, Interrupted) else EXIT_INTERRUPTED
+
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "Interrupted",
+    "KubetrainError",
+    "UsageError",
+    "interrupted_status",
+]

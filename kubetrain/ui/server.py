@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ..contract.errors import EXIT_INTERRUPTED, KubetrainError
+from ..contract.errors import KubetrainError, interrupted_status
+from ..contract.pause import pause_point
 from .app import WebView
 from .connections import (
     ACCEPT_BATCH,
@@ -107,8 +108,9 @@ def serve(
     max_connections: int | None = None,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
 ) -> int:
-    """Serve until interrupted; the exit status: 130 after Ctrl-C (as any interrupted command), 0 after
-    SIGTERM. The port is bound first, then the address (with its token) is printed once. At most
+    """Serve until interrupted; the exit status: 130 after Ctrl-C, 143 after SIGTERM (as any command those
+    signals end; under the CLI's handlers, `cli.signals`), 0 when stopped otherwise. The port is bound
+    first, then the address (with its token) is printed once. At most
     `max_connections` at once (default: `DEFAULT_MAX_CONNECTIONS`, lowered below the open-file limit)."""
     limits, lowered = effective_limits(max_connections, idle_timeout)
     sock = listen(host, port)
@@ -131,12 +133,13 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    # uvicorn re-raises the signal that stopped it once it has shut down: Ctrl-C comes back as
-    # KeyboardInterrupt, SIGTERM as the default action (the process ends by that signal).
+    # uvicorn re-raises the signal that stopped it once it has shut down, under the handlers that were in
+    # force before it: the CLI's raise `Interrupted` (a KeyboardInterrupt) for SIGINT and SIGTERM alike.
     try:
+        pause_point("ui:serving")  # a test hook (env_names.PAUSE_AT): announced, uvicorn not started yet
         server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return interrupted_status(exc)
     finally:
         sock.close()
     return 0

@@ -393,7 +393,7 @@ def test_signal_to_an_attached_run_stops_the_job(tmp_path: Path, sig: signal.Sig
     with attached_sleepers(tmp_path, "sig") as (proc, job_id, found):
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 128 + sig  # 130 or 143, as a shell reports a command the signal ended
     assert "Traceback" not in err
     assert "cancelled" in err
     wait_gone(found.values())

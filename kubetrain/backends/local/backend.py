@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ...contract import env_names
 from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
+from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
 from ..base import (
     DryRun,
@@ -53,6 +54,7 @@ from .procfs import is_stopped, pid_alive, processes_with_env
 from .store import JobNotFoundError, JobStore, RequestKind
 from .supervisor import (
     BY_CTRL_C,
+    BY_SIGTERM,
     DEFAULT_GRACE,
     REASON_CANCELLED,
     REASON_SUSPENDED,
@@ -327,6 +329,7 @@ class LocalBackend:
         self.sweep_expired()
         job_id, record = self._create(job, base_dir, check_programs=True)
         try:
+            pause_point("local:created")  # a test hook (env_names.PAUSE_AT): recorded, nothing started
             events.created(job_id, f"created job {job_id}", say=False)
             warnings = list(record.warnings)
             for warning in warnings:
@@ -353,15 +356,18 @@ class LocalBackend:
         status = self._status(job_id)
         # The supervisor, attached in this process, handles SIGINT itself and records why it cancelled.
         by_ctrl_c = status.phase is JobPhase.CANCELLED and status.message == BY_CTRL_C
-        return RunResult(job_id, self.name, status=status, warnings=warnings, interrupted=by_ctrl_c)
+        by_sigterm = status.phase is JobPhase.CANCELLED and status.message == BY_SIGTERM
+        by = signal.SIGINT if by_ctrl_c else signal.SIGTERM if by_sigterm else None
+        return RunResult(job_id, self.name, status=status, warnings=warnings, interrupted=by_ctrl_c, interrupted_by=by)
 
     def _not_started(self, job_id: str, exc: BaseException) -> None:
         """End a job still Pending because starting it failed with `exc` (nothing of it runs)."""
         with contextlib.suppress(Exception):
             if self.store.recorded_supervisor_pid(job_id) is not None:
                 return  # a supervisor took it over: it records the outcome itself
-            if isinstance(exc, KeyboardInterrupt):
-                phase, reason, message = JobPhase.CANCELLED, "Cancelled", "cancelled by Ctrl-C before it started"
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM under the CLI's handlers (`Interrupted`)
+                by = "SIGTERM" if getattr(exc, "signum", signal.SIGINT) == signal.SIGTERM else "Ctrl-C"
+                phase, reason, message = JobPhase.CANCELLED, "Cancelled", f"cancelled by {by} before it started"
             else:
                 phase, reason = JobPhase.FAILED, "StartFailed"
                 message = f"it could not be started: {type(exc).__name__}: {exc}"

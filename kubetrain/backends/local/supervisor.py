@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...contract import env_names
 from ...contract.logs import LogSink
+from ...contract.pause import pause_point
 from ...status import (
     REASON_CANCELLED,
     REASON_DEGRADED,
@@ -371,6 +372,7 @@ class Supervisor:
                 lambda: write_state(path, os.getpid(), supervising=True, signals=self._signals, detached=self.detached),
             )
             store.set_supervisor(job_id, os.getpid())
+            pause_point("local:supervising")  # a test hook (env_names.PAUSE_AT): handlers in place, nothing launched
             early = self._before_start()
             if early is not None:
                 return early
@@ -379,6 +381,7 @@ class Supervisor:
             started_at = time.time()
             with ProcessGroup(specs, sink=self.sink, job=job_id, on_log_notice=self._log_notice) as group:
                 self._group = group
+                pause_point("local:launched")  # a test hook: the replicas' processes started
                 return self._attempts(group, started_at)
         finally:
             self._group = None

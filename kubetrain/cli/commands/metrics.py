@@ -20,7 +20,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from ...contract.errors import EXIT_INTERRUPTED
+from ...contract.errors import interrupted_status
+from ...contract.pause import pause_point
 from ...metrics.sample import MetricSample
 from ...metrics.summary import display_name, format_value, series, sparkline
 from ...terminal import escape_controls
@@ -202,7 +203,7 @@ class _Arrivals:
 def watch(samples: Iterator[MetricSample], per_rank: bool, out: TextIO) -> int:
     """The table as samples arrive: redrawn in place on a terminal; elsewhere printed again after each burst
     (at most once per `REPRINT_EVERY`), so a pipe or a log shows progress while the job runs. Ctrl-C shows
-    the latest table (what arrived included) and returns 130."""
+    the latest table (what arrived included) and returns 130 (143 after a SIGTERM)."""
     tty = out.isatty()
     seen: list[MetricSample] = []
     drawn = 0
@@ -224,13 +225,14 @@ def watch(samples: Iterator[MetricSample], per_rank: bool, out: TextIO) -> int:
 
     arrivals = _Arrivals(samples)
     try:
+        pause_point("metrics:watch")  # a test hook (env_names.PAUSE_AT): following, nothing shown yet
         for batch in arrivals.batches(REDRAW_EVERY if tty else REPRINT_EVERY):
             seen += batch
             show()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`cli.signals`): the same end, 130 or 143
         seen += arrivals.pending()
         show()
-        return EXIT_INTERRUPTED
+        return interrupted_status(exc)
     if not seen:
         show()
     return 0

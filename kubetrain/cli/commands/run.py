@@ -45,7 +45,8 @@ examples:
   kubetrain run pytorchjob.yaml --backend k8s      # as written, where the training operator runs
 
 Output of every replica is merged with a [role-index] prefix. Ctrl-C cancels the job (a second
-Ctrl-C skips the grace period). Exit status: 0 succeeded, 1 failed, 2 bad input, 130 cancelled."""
+Ctrl-C skips the grace period); so does a SIGTERM. Exit status: 0 succeeded, 1 failed, 2 bad input,
+130 cancelled by Ctrl-C (143 by a SIGTERM) or from elsewhere."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
