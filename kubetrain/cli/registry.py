@@ -29,6 +29,9 @@ COMMANDS: dict[str, Command] = {
     "delete": Command("delete", "Delete jobs and their logs (cancels them first if running)."),
     "suspend": Command("suspend", "Suspend jobs: stop their replicas, keep the job to resume later."),
     "resume": Command("resume", "Resume suspended or paused jobs (runMode Pause)."),
+    "wait": Command(
+        "wait", "Wait until jobs meet a condition (--for=condition=Succeeded, phase=Running, delete), as kubectl wait."
+    ),
     "scale": Command("scale", "Change the number of workers of a running elastic job (within its min and max)."),
     "attach": Command(
         "attach", "Open a shell in a replica's environment (runMode Debug: run the held program by hand)."
