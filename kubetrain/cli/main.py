@@ -65,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["__complete"]:  # the completion scripts' question (`cli.completion`), not a verb
+        from .completion import complete
+
+        return complete(args_list[1:])
     # Everything after `--` is the program of `kubetrain run`'s quick form, taken verbatim.
     command: list[str] = []
     if "--" in args_list:

@@ -44,6 +44,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "explain": Command("explain", "Describe a field of the TrainJob spec (like kubectl explain)."),
     "schema": Command("schema", "Print the TrainJob JSON Schema (for editor completion and checks)."),
+    "completion": Command("completion", "Print the shell completion script for bash, zsh or fish."),
     "version": Command("version", "Print the kubetrain version."),
     "render": Command("render", "Render a job as Kubernetes manifests (no cluster needed)."),
     "convert": Command(
