@@ -4,6 +4,8 @@ it was recorded yet) ended Cancelled, and no process of it left running.
 The moments are reached deterministically: `KUBETRAIN_TEST_PAUSE_AT=POINT` stops the command at that named
 point of start-up, which it says on stderr; only then is the signal sent (`contract.pause`)."""
 
+# ruff: noqa: F811 - the emulated fixture is imported from tests.support.cluster and named as a parameter
+
 from __future__ import annotations
 
 import json
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.contract.env_names import PAUSE_AT
+from tests.support.cluster import Cluster, emulated  # noqa: F401 - the fixture
 from tests.support.helpers import CLI, cli, generic, job_file, make_job, processes_of, run_job, wait_for, write
 
 POINTS = [
@@ -95,3 +98,33 @@ def test_a_signal_as_metrics_watch_starts_shows_the_table_and_the_signals_status
     assert "Traceback" not in err, err
     # What it had read when the signal came, shown once: the table, or (its reader not yet there) none.
     assert out == "no metrics\n" or out.splitlines()[0].split()[:2] == ["METRIC", "LATEST"], out
+
+
+K8S_JOB = """\
+apiVersion: kubetrain.dev/v1alpha1
+kind: TrainJob
+metadata: {name: demo}
+spec:
+  framework: pytorch
+  image: pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime
+  run: {python: [train.py]}
+  replicas: 2
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_between_the_submit_and_the_follow_leaves_no_job_on_the_cluster(
+    emulated: Cluster, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """The job is created, the follow (which cancels on Ctrl-C) not yet started: the job is cancelled still."""
+    assert emulated.emu is not None
+    write(tmp_path / "train.py", "pass\n")
+    write(tmp_path / "job.yaml", K8S_JOB)
+    argv = ["run", str(tmp_path / "job.yaml"), "--backend", "k8s", "--kubeconfig", str(emulated.kubeconfig)]
+    proc = paused([*argv, "--flavor", "job"], "kubernetes:submitted")
+    assert [j["metadata"]["name"] for j in emulated.emu.objects("jobs")] == ["demo-worker"]  # created
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert "Traceback" not in err + out, err
+    assert emulated.emu.objects("jobs") == [] and emulated.emu.objects("services") == []

@@ -9,6 +9,7 @@ by its ``metadata.name`` (the ``kubetrain.dev/job`` label of its objects) within
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -20,6 +21,7 @@ from ...contract.errors import UsageError
 from ...contract.labels import JOB_LABEL
 from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...contract.naming import label_value
+from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus, stopped_by_cancel
 from ..base import DryRun, EventSink, JobProcesses, RunEvents, RunEventSink, RunResult
 from . import as_written
@@ -294,15 +296,25 @@ class KubernetesBackend:
         sub = self.submit(job, self.flavor, namespace, on_warning=warn)
         result = RunResult(sub.name, self.name, warnings=list(sub.warnings), detached=detach,
                            namespace=sub.namespace, flavor=sub.flavor)
-        events.created(sub.name, f"created job {sub.name} ({sub.flavor} flavor) in namespace {sub.namespace}: "
-                       + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in sub.objects))
-        if detach or job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
-            result.status = self.status_in(sub.name, sub.namespace)
-            return result
-        result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
-                                         timeout=self.timeout, cancel_on_interrupt=True,
-                                         resource=get_flavor(sub.flavor).resource_of(sub.root),
-                                         on_status=events.status if events.wants_status else None)
+        attached = not (detach or job.spec.run_mode == "Pause" or job.spec.run_policy.suspend)
+        try:
+            pause_point("kubernetes:submitted")  # a test hook (env_names.PAUSE_AT): created, not followed yet
+            events.created(sub.name, f"created job {sub.name} ({sub.flavor} flavor) in namespace {sub.namespace}: "
+                           + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in sub.objects))
+            if not attached:
+                result.status = self.status_in(sub.name, sub.namespace)
+                return result
+            result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
+                                             timeout=self.timeout, cancel_on_interrupt=True,
+                                             resource=get_flavor(sub.flavor).resource_of(sub.root),
+                                             on_status=events.status if events.wants_status else None)
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM (the CLI's `Interrupted`) after the job was created and before the follow took
+            # it over (which cancels on its own): an attached run leaves no job running behind it.
+            if attached:
+                with contextlib.suppress(Exception):
+                    self.cancel_in(sub.name, sub.namespace)
+            raise
         return result
 
     # -- status ---------------------------------------------------------------------------------------
