@@ -23,6 +23,7 @@ from tests.support.helpers import CLI, cli, generic, job_file, make_job, process
 
 POINTS = [
     "cli:start",  # the CLI's first line: nothing parsed, nothing recorded
+    "local:recording",  # the job's row written, its launch record not yet
     "local:created",  # the job recorded Pending, no supervisor yet
     "local:supervising",  # the supervisor's handlers in place, nothing launched
     "local:launched",  # the replicas' processes started

@@ -407,6 +407,17 @@ class LocalBackend:
             backoff_limit=job.spec.backoff_limit_of(),
             ttl_seconds_after_finished=job.spec.run_policy.ttl_seconds_after_finished,
         )
+        try:
+            pause_point("local:recording")  # a test hook (env_names.PAUSE_AT): the job's row written, not its plan
+            return job_id, self._record_launch(job, job_id, base_dir, folders, fit)
+        except BaseException as exc:  # a Ctrl-C or SIGTERM (the CLI's `Interrupted`), a full disk: not left Pending
+            self._not_started(job_id, exc)
+            raise
+
+    def _record_launch(
+        self, job: TrainJob, job_id: str, base_dir: Path, folders: dict[str, str], fit: MachineFit
+    ) -> LaunchRecord:
+        """The rest of `_create` once the job's row exists: its launch record, environment and state file."""
         record = build_launch_record(
             job,
             job_id,
@@ -431,7 +442,7 @@ class LocalBackend:
                     "Suspended", ConditionStatus.TRUE, "Paused", "created paused: kubetrain resume", time.time()
                 ),
             )
-        return job_id, record
+        return record
 
     def _check_logs_writable(self) -> None:
         """The folder every job's logs go in can be written: checked before a job is recorded, so an unwritable
