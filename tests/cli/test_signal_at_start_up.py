@@ -19,7 +19,18 @@ import pytest
 
 from kubetrain.contract.env_names import PAUSE_AT
 from tests.support.cluster import Cluster, emulated  # noqa: F401 - the fixture
-from tests.support.helpers import CLI, cli, generic, job_file, make_job, processes_of, run_job, wait_for, write
+from tests.support.helpers import (
+    CLI,
+    cli,
+    generic,
+    job_file,
+    make_job,
+    processes_of,
+    run_job,
+    supervisor_pid,
+    wait_for,
+    write,
+)
 
 POINTS = [
     "cli:start",  # the CLI's first line: nothing parsed, nothing recorded
@@ -54,6 +65,25 @@ def test_a_signal_at_any_point_of_start_up_ends_the_run_cleanly(
         (job,) = jobs
         assert job["phase"] == "Cancelled", job
     # The replicas (and their watchdogs) are stopped before the command returns; given time to finish exiting.
+    wait_for("no process of the job left", lambda: not processes_of(kubetrain_home), timeout=30)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_before_run_detach_says_the_id_cancels_the_job_it_started(
+    tmp_path: Path, kubetrain_home: Path, signum: signal.Signals
+) -> None:
+    """The detached supervisor is started, the id not printed yet: the user, who never saw the id, gets no job
+    running behind their back."""
+    proc = paused_run(tmp_path, "local:detached", "--detach")
+    (created,) = json.loads(cli("list", "-o", "json").stdout)["items"]
+    # Its supervisor has taken the job over (before that, the job is ended as one never started).
+    wait_for("the detached supervisor", lambda: supervisor_pid(created["jobId"]), timeout=60)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert "Traceback" not in err + out, err
+    (job,) = json.loads(cli("list", "-o", "json").stdout)["items"]
+    assert job["phase"] == "Cancelled", job
     wait_for("no process of the job left", lambda: not processes_of(kubetrain_home), timeout=30)
 
 

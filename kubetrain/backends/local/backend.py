@@ -339,6 +339,7 @@ class LocalBackend:
                 return RunResult(job_id, self.name, status=status, warnings=warnings)
             if detach:
                 self._start_detached(job_id)
+                pause_point("local:detached")  # a test hook (env_names.PAUSE_AT): its supervisor started, id not said
                 return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
             count = len(record.processes)
             roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
@@ -363,8 +364,13 @@ class LocalBackend:
     def _not_started(self, job_id: str, exc: BaseException) -> None:
         """End a job still Pending because starting it failed with `exc` (nothing of it runs)."""
         with contextlib.suppress(Exception):
-            if self.store.recorded_supervisor_pid(job_id) is not None:
-                return  # a supervisor took it over: it records the outcome itself
+            supervisor = self.store.recorded_supervisor_pid(job_id)
+            if supervisor is not None:  # a supervisor took it over: it records the outcome itself
+                if isinstance(exc, KeyboardInterrupt) and supervisor != os.getpid():
+                    # `run --detach` interrupted once its own supervisor runs: the user never got the id, and
+                    # asked for nothing to run.
+                    self.cancel(job_id)
+                return
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM under the CLI's handlers (`Interrupted`)
                 by = "SIGTERM" if getattr(exc, "signum", signal.SIGINT) == signal.SIGTERM else "Ctrl-C"
                 phase, reason, message = JobPhase.CANCELLED, "Cancelled", f"cancelled by {by} before it started"
