@@ -48,17 +48,32 @@ _kubetrain() {
 complete -F _kubetrain kubetrain
 """
 
-ZSH = "# kubetrain completion for zsh: eval \"$(kubetrain completion zsh)\" (e.g. in ~/.zshrc)\n" \
-    "autoload -U +X bashcompinit && bashcompinit\n" + BASH.split("\n", 1)[1]
+ZSH = r"""#compdef kubetrain
+# kubetrain completion for zsh: eval "$(kubetrain completion zsh)" in ~/.zshrc, after compinit
+# (zsh keeps --for=condition=X one word: the candidates are whole words).
+_kubetrain() {
+    local -a reply
+    reply=("${(@f)$(command kubetrain __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+    if [[ "${reply[1]}" == files ]]; then
+        _files
+    else
+        compadd -Q -- "${(@)reply[2,-1]}"
+    fi
+}
+compdef _kubetrain kubetrain
+"""
 
 FISH = r"""# kubetrain completion for fish: kubetrain completion fish > ~/.config/fish/completions/kubetrain.fish
 function __kubetrain_complete
-    set -l words (commandline -opc)[2..-1] (commandline -ct)
-    set -l reply (command kubetrain __complete $words 2>/dev/null)
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l current (commandline -ct)
+    set -l reply (command kubetrain __complete $words "$current" 2>/dev/null)
     if test "$reply[1]" = files
-        __fish_complete_path (commandline -ct)
+        __fish_complete_path "$current"
     else
-        printf '%s\n' $reply[2..-1]
+        set -e reply[1]
+        printf '%s\n' $reply
     end
 end
 complete -c kubetrain -f -a '(__kubetrain_complete)'

@@ -1,5 +1,5 @@
 """`kubetrain completion bash`: the script, loaded in a real bash, completes as a user types (COMP_LINE and
-COMP_WORDS as bash sets them, '=' splitting words). zsh and fish are not installed here; their scripts
+COMP_WORDS as bash sets them, "=" splitting words). zsh and fish are not installed here; their scripts
 ask the same `kubetrain __complete`, whose answers these tests check through bash."""
 
 from __future__ import annotations

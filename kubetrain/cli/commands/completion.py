@@ -9,7 +9,7 @@ from ..completion import SHELLS, script
 EPILOG = """\
 install:
   bash   echo 'eval "$(kubetrain completion bash)"' >> ~/.bashrc
-  zsh    echo 'eval "$(kubetrain completion zsh)"' >> ~/.zshrc
+  zsh    echo 'eval "$(kubetrain completion zsh)"' >> ~/.zshrc    # after compinit
   fish   kubetrain completion fish > ~/.config/fish/completions/kubetrain.fish
 
 It completes verbs, flags and their values (--flavor, --backend, -o, wait --for), job ids (from the local
