@@ -22,9 +22,18 @@ from collections.abc import Iterator
 from ..contract.errors import Interrupted
 from ..contract.pause import SIGNALS
 
+_received: list[int] = []
+
 
 def _interrupt(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise Interrupted(signum)
+
+
+def received() -> int | None:
+    """The last signal this command was interrupted by, if any: for an exit status when the interruption
+    was caught on the way (a followed Kubernetes job is cancelled and the run returns its status)."""
+    return _received[-1] if _received else None
 
 
 @contextlib.contextmanager
@@ -35,6 +44,7 @@ def interruptible() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _received.clear()
     previous = {sig: signal.signal(sig, _interrupt) for sig in SIGNALS}
     try:
         yield
@@ -43,4 +53,4 @@ def interruptible() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-__all__ = ["interruptible"]
+__all__ = ["interruptible", "received"]

@@ -159,3 +159,20 @@ def test_a_signal_between_the_submit_and_the_follow_leaves_no_job_on_the_cluster
     assert proc.returncode == 128 + signum, (proc.returncode, err)
     assert "Traceback" not in err + out, err
     assert emulated.emu.objects("jobs") == [] and emulated.emu.objects("services") == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_following_on_kubernetes_cancels_the_job_with_the_signals_status(
+    emulated: Cluster, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """The follow catches the interruption and cancels the job; the exit status still says which signal."""
+    assert emulated.emu is not None
+    write(tmp_path / "train.py", "pass\n")
+    write(tmp_path / "job.yaml", K8S_JOB)
+    argv = ["run", str(tmp_path / "job.yaml"), "--backend", "k8s", "--kubeconfig", str(emulated.kubeconfig)]
+    proc = paused([*argv, "--flavor", "job"], "kubernetes:following")
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert "interrupted: cancelling job demo" in err and "Traceback" not in err + out, err
+    assert emulated.emu.objects("jobs") == [] and emulated.emu.objects("services") == []

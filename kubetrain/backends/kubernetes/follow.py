@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ...contract.logs import GrepPattern, LogRecord, LogSink
+from ...contract.pause import pause_point
 from ...status import JobPhase, JobStatus, ReplicaPhase
 from .client.errors import KubernetesError
 from .client.resources import Resource
@@ -121,6 +122,7 @@ def follow(
         log_thread.start()
     status: JobStatus | None = None
     try:
+        pause_point("kubernetes:following")  # a test hook (env_names.PAUSE_AT): the watch open, Ctrl-C cancels
         status = _follow_loop(backend, jw, state, name, say, deadline, on_status)
     except KeyboardInterrupt:
         if not cancel_on_interrupt:

@@ -303,4 +303,9 @@ def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: flo
         else:
             say(f"job {job_id} {phase.lower()}: {status.reason or ''} {status.message or ''}".rstrip())
         say(f"logs: kubetrain logs {job_id}{again}    details: kubetrain describe {job_id}{again}", quiet=quiet)
+    from ..signals import received
+
+    signum = received()
+    if phase == "Cancelled" and signum is not None and not result.interrupted_by:
+        return 128 + signum  # cancelled because this command got the signal (the follow caught it): 130 or 143
     return result.exit_code
