@@ -299,7 +299,7 @@ def test_validate_kubernetes_says_which_flavors_can_run_the_job(capsys: pytest.C
     assert "flavors that can run all-fields: jobset" in err
     assert "flavor job refuses all-fields (1 problem):\n  spec.scheduling.minAvailable: gang scheduling" in err
     assert "flavor volcano refuses all-fields (1 problem):\n  spec.runPolicy.activeDeadlineSeconds" in err
-    assert "flavor jobset runs all-fields, with 4 warning(s):" in err and "PRIVILEGED" in err
+    assert "flavor jobset runs all-fields, with 7 warning(s):" in err and "PRIVILEGED" in err
     assert "Secret all-fields-ssh: kubetrain makes the job's ssh key pair when it submits the job" in err
     code, err = validate(capsys, ALL_FIELDS, "--flavor", "volcano")
     assert code == 2 and "spec.runPolicy.activeDeadlineSeconds" in err and "flavor job" not in err

@@ -14,7 +14,7 @@ import dataclasses
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..contract.choices import BACKEND_ALIASES, BACKENDS, DEFAULT_BACKEND, DEFAULT_FLAVOR, FLAVORS
 from ..contract.errors import KubetrainError
@@ -179,22 +179,21 @@ def load_job_sources(path: str, overrides: Sequence[str] = ()) -> list[tuple[Tra
     return jobs
 
 
-def template_relaxations(job: TrainJob, conversion: Conversion | None = None) -> list[FieldError]:
-    """Each security default of kubetrain's that a pod template of `job` relaxes on Kubernetes (hostNetwork,
-    privileged, uid 0, ...): `spec.podTemplate.spec.hostNetwork: the host's network`; for a foreign file, at the
-    source field the template came from. Said without a backend too: the file asks for it wherever it runs."""
+def template_relaxations(
+    job: TrainJob, conversion: Conversion | None = None, *, templates_only: bool = False
+) -> list[FieldError]:
+    """Each security default of kubetrain's that `job` relaxes on Kubernetes (hostNetwork, privileged, uid 0, a
+    host folder, ...), whether a pod template or a typed setting asks for it (`jobspec.relaxations`' one list):
+    `spec.podTemplate.spec.hostNetwork: RELAXES ...`; for a foreign file, at the source field the setting came
+    from, with its line. Said without a backend too: the file asks for it wherever it runs. `templates_only`: those
+    of pod templates (the typed settings' are each backend's to say)."""
     from ..jobspec.errors import FieldError
-    from ..jobspec.pod_template import relaxations
+    from ..jobspec.relaxations import PREFIX, job_relaxations
 
-    templates: list[tuple[tuple[str | int, ...], Any]] = [(("spec", "podTemplate"), job.spec.pod_template)]
-    for name, role in (job.spec.roles or {}).items():
-        if "pod_template" in role.model_fields_set:
-            templates.append((("spec", "roles", name, "podTemplate"), role.pod_template))
     errors = [
-        FieldError((*where, *path), what)
-        for where, template in templates
-        if template
-        for path, what in relaxations(template)
+        FieldError(path, f"{PREFIX} on Kubernetes: {found.what}")
+        for path, found in job_relaxations(job)
+        if not templates_only or "podTemplate" in path
     ]
     if conversion is not None:
         errors = conversion.to_source(errors)
@@ -202,11 +201,11 @@ def template_relaxations(job: TrainJob, conversion: Conversion | None = None) ->
 
 
 def relaxation_lines(job: TrainJob, conversion: Conversion | None, options: BackendOptions | None) -> list[str]:
-    """What to say of the pod template's security relaxations before a backend speaks: with no backend, each
-    one; for a backend that runs pods (`BackendOptions.pod_templates`), nothing (its render says each, per
-    setting); locally, once, that they are not used (the program runs on this machine, as the user, with no
-    pod at all)."""
-    found = template_relaxations(job, conversion)
+    """What to say of the job's security relaxations before a backend speaks: with no backend, each one; for a
+    backend that runs pods (`BackendOptions.pod_templates`), nothing (its render says each, per setting);
+    locally, once, that they are not used (the program runs on this machine, as the user, with no pod at
+    all)."""
+    found = template_relaxations(job, conversion, templates_only=options is not None)
     if not found or (options is not None and options.pod_templates):
         return []
     if options is not None:
@@ -215,8 +214,7 @@ def relaxation_lines(job: TrainJob, conversion: Conversion | None, options: Back
         fields = ", ".join(dict.fromkeys(format_path(error.path) for error in found))
         return [f"not used locally: the pod template's security settings ({fields}); the program runs on this "
                 "machine, as you"]
-    prefix = "the pod template RELAXES kubetrain's security defaults on Kubernetes: "
-    return [str(dataclasses.replace(error, message=prefix + error.message)) for error in found]
+    return [str(error) for error in found]
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ Layer: imports `jobspec`, `frameworks` and `contract`; never a backend or the CL
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -407,6 +408,20 @@ class Conversion:
         at the source fields they came from, with their lines; the TrainJob path stays in parentheses."""
         return [_to_source(e, self.notes, self.file, self.kind, self.data) for e in errors]
 
+    def at_source(self, warning: str) -> str:
+        """A warning about the converted job that starts with one of its field paths (`spec.roles.worker.security.
+        hostNetwork: RELAXES ...`, as a render's and a backend's do), said of the source field that went there,
+        with its file and line, the TrainJob path kept in parentheses (as `to_source` says an error); as it was
+        when it names no field, or one no source field went to."""
+        found = _leading_path(warning)
+        if found is None:
+            return warning
+        path, message = found
+        source = _source_for(path, self.notes, self.data)
+        if source is None:
+            return warning
+        return str(_to_source(FieldError(path, message), self.notes, self.file, self.kind, self.data))
+
     def sources_of(self) -> dict[str, list[str]]:
         """TrainJob path → the source paths that went there (for comments naming the source of each value)."""
         out: dict[str, list[str]] = {}
@@ -550,6 +565,20 @@ def _source_for(
         return None
     first = min(below, key=lambda n: n.line or 0)
     return shared, first.line, first.file
+
+
+_PATH_THEN_TEXT = re.compile(r'(spec(?:\.(?:[A-Za-z0-9_-]+|"[^"]*")|\[\d+\])+): (.+)', re.DOTALL)
+
+
+def _leading_path(text: str) -> tuple[Path, str] | None:
+    """(the TrainJob path a warning starts with, the rest), or None: `spec.mounts[0].src: RELAXES ...`."""
+    match = _PATH_THEN_TEXT.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        return parse_path(match.group(1)), match.group(2)
+    except ValueError:
+        return None
 
 
 def _shared_prefix(a: Path, b: Path) -> Path:

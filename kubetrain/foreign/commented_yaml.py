@@ -61,8 +61,13 @@ def _comment(path: tuple[str | int, ...], sources: dict[str, list[str]], pad: st
     inline = f"  # from {', '.join(found)}"
     if len(found) <= _MAX_SOURCES and len(head) + len(inline) <= _COMMENT_WIDTH:
         return inline, []
+    return "", _above(found, pad)
+
+
+def _above(found: list[str], pad: str) -> list[str]:
+    """Comment lines naming each source, one a line."""
     last = len(found) - 1
-    return "", [f"{pad}# {'from' if i == 0 else '    '} {src}{',' if i < last else ''}" for i, src in enumerate(found)]
+    return [f"{pad}# {'from' if i == 0 else '    '} {src}{',' if i < last else ''}" for i, src in enumerate(found)]
 
 
 def _scalar(value: Any) -> str:
@@ -104,6 +109,7 @@ def _node(value: Any, path: tuple[str | int, ...], indent: int, sources: dict[st
             continue
         inner = _node(item, (*path, i), indent + 2, sources)
         first = next(j for j, line in enumerate(inner) if not line.lstrip().startswith("#"))
+        lines += _above(sources.get(dotted((*path, i))) or [], pad)  # the sources of the item as a whole
         lines += inner[:first]  # comment lines of the item's first key: above the `- ` that starts it
         lines.append(f"{pad}- {inner[first].lstrip()}")
         lines += inner[first + 1 :]

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..jobspec.errors import Path
+from ..jobspec.errors import Path, format_path
 from ..jobspec.pod_template import MAIN_CONTAINER_NAMES
 from .base import ANY_KEY, FieldTree, SourceWalker, parse_path
 
@@ -194,8 +194,11 @@ def _container(walker: SourceWalker, c: Path, role_target: str, out: dict[str, A
 
     sec = (*c, "securityContext")
     for src, dst in _SECURITY_FIELDS.items():
-        if walker.has((*sec, src)) and not walker.consumed((*sec, src)):
-            security[dst] = walker.take((*sec, src), f"{role_target}.security.{dst}")  # the container's wins
+        # A field the pod's securityContext gave too stays in the container's (the remainder carries it, and
+        # Kubernetes lets the container's win): typed, it would replace the pod's, and one of them, each a
+        # setting of the file with its own line, would be lost.
+        if walker.has((*sec, src)) and not walker.consumed((*sec, src)) and dst not in security:
+            security[dst] = walker.take((*sec, src), f"{role_target}.security.{dst}")
     add = (*sec, "capabilities", "add")
     if walker.has(add) and not walker.consumed(add):
         security["capabilities"] = list(walker.take(add, f"{role_target}.security.capabilities"))
@@ -219,6 +222,8 @@ def _seccomp(walker: SourceWalker, at: Path, role_target: str, security: dict[st
     profile = walker.get(at)
     if walker.consumed(at) or not isinstance(profile, Mapping) or set(profile) - {"type", "localhostProfile"}:
         return
+    if "seccompProfileType" in security:
+        return  # the pod's is typed; the container's stays in the remainder, as a runAsUser given twice does
     if "type" in profile:
         security["seccompProfileType"] = walker.take((*at, "type"), f"{role_target}.security.seccompProfileType")
     if "localhostProfile" in profile:
@@ -252,15 +257,19 @@ def _volumes(walker: SourceWalker, spec: Path, index: int, role_target: str, out
         converted = [_mount_of(volume, mounts[j]) for j in js]
         if any(c is None for c in converted) or walker.consumed((*spec, "volumes", vi)):
             continue
+        first: int | None = None  # the first mount of this volume: the volume's own target
         for j, item in zip(js, converted, strict=True):
             assert item is not None
             if item.get("type") == "emptyDir" and item["dst"] == "/dev/shm" and item.get("medium") == "Memory":
                 shm = item.get("sizeLimit", True)
                 walker.take((*mounts_path, j), f"{role_target}.resources.shm")
             else:
-                walker.take((*mounts_path, j), f"{role_target}.mounts")
+                # Each mount at its own index, the volume at its first: what is said of `mounts[1].src` (a host
+                # folder) is said of the volume that names it, at its line.
+                first = len(results) if first is None else first
+                walker.take((*mounts_path, j), f"{role_target}.mounts[{len(results)}].dst")
                 results.append(item)
-        target = f"{role_target}.resources.shm" if shm is not None and len(js) == 1 else f"{role_target}.mounts"
+        target = f"{role_target}.resources.shm" if first is None else f"{role_target}.mounts[{first}]"
         walker.take((*spec, "volumes", vi), target)
     if results:
         out["mounts"] = results
@@ -337,9 +346,12 @@ def _remainder(
     walker: SourceWalker, base: Path, containers: Path, main: int | None, role_target: str
 ) -> dict[str, Any] | None:
     """What nothing took, as a PodTemplateSpec (the main container first, keeping its name); each part is noted
-    "mapped" to `<role_target>.podTemplate`."""
+    "mapped" to its own path in `<role_target>.podTemplate` (`...podTemplate.spec.hostPID`), so that what is said
+    of the converted job's template (a security relaxation, an error) is said of the source field and its line,
+    even where the remainder's lists are shorter than the source's (items taken out, the main container first)."""
     name_path = (*containers, main, "name") if main is not None else None
-    rest = _rest(walker, walker.get(base), base, skip=name_path)
+    placed: dict[Path, Path] = {}  # source path → its path in the remainder
+    rest = _rest(walker, walker.get(base), base, skip=name_path, at=(), placed=placed)
     target = f"{role_target}.podTemplate"
     if rest is _GONE:
         _note_main_name(walker, name_path, None)
@@ -348,12 +360,17 @@ def _remainder(
     spec = rest.get("spec")
     items = walker.get(containers)
     if main is not None and isinstance(items, list):
-        main_rest = _rest(walker, items[main], (*containers, main), skip=name_path)
-        others = [
-            part
-            for i, item in enumerate(items)
-            if i != main and (part := _rest(walker, item, (*containers, i), skip=None)) is not _GONE
-        ]
+        # The containers again, at their places in the remainder: the main one first, then the others carried.
+        out_at: Path = (*containers[len(base) :], 0)
+        main_rest = _rest(walker, items[main], (*containers, main), skip=name_path, at=out_at, placed=placed)
+        others: list[Any] = []
+        for i, item in enumerate(items):
+            if i == main:
+                continue
+            at = (*containers[len(base) :], len(others) + 1)
+            part = _rest(walker, item, (*containers, i), skip=None, at=at, placed=placed)
+            if part is not _GONE:
+                others.append(part)
         # The main container stays first whenever anything of the template's containers is carried, even when
         # nothing of its own is left: the first container of a podTemplate is the one kubetrain's container is
         # merged into, so leaving it out would merge kubetrain's container into a sidecar and lose the sidecar.
@@ -365,9 +382,10 @@ def _remainder(
                 spec["containers"] = out_containers
             else:
                 spec.pop("containers", None)
-        _note_main_name(walker, name_path, target if keep_main else None)
+        _note_main_name(walker, name_path, f"{target}.{format_path((*out_at, 'name'))}" if keep_main else None)
     for leftover in walker.leftovers(base):
-        walker.take(leftover, target)
+        kept_at = placed.get(leftover)
+        walker.take(leftover, f"{target}.{format_path(kept_at)}" if kept_at else target)
     return rest
 
 
@@ -387,18 +405,25 @@ def _note_main_name(walker: SourceWalker, name_path: Path | None, target: str | 
         )
 
 
-def _rest(walker: SourceWalker, node: Any, path: Path, *, skip: Path | None) -> Any:
+def _rest(walker: SourceWalker, node: Any, path: Path, *, skip: Path | None, at: Path, placed: dict[Path, Path]) -> Any:
+    """What nothing consumed of `node` (at `path` in the source, at `at` in the remainder), noting in `placed`
+    where each source path kept lands."""
     if walker.consumed(path) or path == skip:
         return _GONE
+    placed[path] = at
     if isinstance(node, Mapping):
         out = {}
         for key, value in node.items():
-            part = _rest(walker, value, (*path, str(key)), skip=skip)
+            part = _rest(walker, value, (*path, str(key)), skip=skip, at=(*at, str(key)), placed=placed)
             if part is not _GONE:
                 out[key] = part
         return out if out or not node else _GONE
     if isinstance(node, list):
-        items = [p for i, v in enumerate(node) if (p := _rest(walker, v, (*path, i), skip=skip)) is not _GONE]
+        items: list[Any] = []
+        for i, value in enumerate(node):
+            part = _rest(walker, value, (*path, i), skip=skip, at=(*at, len(items)), placed=placed)
+            if part is not _GONE:
+                items.append(part)
         return items if items or not node else _GONE
     return copy.deepcopy(node)
 

@@ -24,6 +24,7 @@ from ..contract.labels import RESERVED_LABELS
 from ..contract.naming import is_env_name, is_label_key, is_label_value
 from .errors import FieldError, Path, SpecError, did_you_mean
 from .kube_models import _convert, kube_to_dict, model_class, to_kube_model
+from .relaxations import template_relaxations
 from .types import KubeType, source_text
 
 if TYPE_CHECKING:
@@ -397,41 +398,10 @@ def _exec_run(program: list[str]) -> Run:
 
 
 def relaxations(template: Mapping[str, Any] | None) -> Iterator[tuple[Path, str]]:
-    """(path in the template, what it allows) for each setting that loosens kubetrain's security defaults:
-    privileged containers, privilege escalation, added capabilities, hostPath volumes, the host's
-    namespaces, uid 0, no seccomp profile."""
-    spec = (template or {}).get("spec") or {}
-    for key, what in (
-        ("hostNetwork", "the host's network"),
-        ("hostPID", "the host's processes"),
-        ("hostIPC", "the host's IPC"),
-    ):
-        if spec.get(key) is True:
-            yield ("spec", key), what
-    yield from _context_relaxations(spec.get("securityContext") or {}, ("spec", "securityContext"))
-    for i, volume in enumerate(spec.get("volumes") or []):
-        if isinstance(volume, Mapping) and volume.get("hostPath") is not None:
-            path = (volume.get("hostPath") or {}).get("path")
-            yield ("spec", "volumes", i, "hostPath"), f"a folder of the host ({path})"
-    for list_key in ("initContainers", "containers", "ephemeralContainers"):
-        for i, container in enumerate(spec.get(list_key) or []):
-            context = (container or {}).get("securityContext") or {}
-            where: Path = ("spec", list_key, i, "securityContext")
-            if context.get("privileged") is True:
-                yield (*where, "privileged"), "a privileged container: full access to the host"
-            if context.get("allowPrivilegeEscalation") is True:
-                yield (*where, "allowPrivilegeEscalation"), "privilege escalation"
-            added = (context.get("capabilities") or {}).get("add") or []
-            if added:
-                yield (*where, "capabilities", "add"), f"capabilities {', '.join(map(str, added))}"
-            yield from _context_relaxations(context, where)
-
-
-def _context_relaxations(context: Mapping[str, Any], where: Path) -> Iterator[tuple[Path, str]]:
-    if context.get("runAsUser") == 0:
-        yield (*where, "runAsUser"), "running as root (uid 0)"
-    if (context.get("seccompProfile") or {}).get("type") == "Unconfined":
-        yield (*where, "seccompProfile", "type"), "no seccomp profile (Unconfined)"
+    """(path in the template, what it allows and why that matters) for each setting that loosens kubetrain's
+    security defaults: the one list of `jobspec.relaxations`, read from a PodTemplateSpec."""
+    for found in template_relaxations(template):
+        yield found.path, found.what
 
 
 __all__ = [

@@ -165,8 +165,12 @@ def test_validate_exit_codes_and_messages(tmp_path: Path) -> None:
     mixed = cli("validate", examples[0], bad)
     assert mixed.returncode == 2
     assert "valid TrainJob" in mixed.stderr and "spec.replicas" in mixed.stderr
-    quiet = cli("validate", "-q", examples[0])
+    quiet = cli("validate", "-q", EXAMPLES / "pytorch-ddp" / "job.yaml")
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
+    # -q keeps the warnings: all-fields' host folders and capability relax kubetrain's security defaults
+    relaxed = cli("validate", "-q", EXAMPLES / "all-fields" / "job.yaml")
+    assert relaxed.returncode == 0 and relaxed.stdout == ""
+    assert relaxed.stderr.count("RELAXES kubetrain's security defaults on Kubernetes") == 3, relaxed.stderr
 
 
 def test_validate_and_render_refuse_what_the_api_server_would_about_resources(tmp_path: Path) -> None:

@@ -169,8 +169,10 @@ def test_a_pod_template_splits_into_typed_settings_and_a_carried_remainder() -> 
     }
     notes = {n.source: n for n in w.notes()}
     assert notes["template.metadata.name"].verdict == "refused"
-    assert notes["template.spec.imagePullSecrets"].target == "spec.roles.worker.podTemplate"
-    assert notes["template.spec.containers[0]"].target == "spec.roles.worker.podTemplate"
+    # each carried part noted at its own place in the carried template (a sidecar after the main container):
+    # what is said of it is said at its line
+    assert notes["template.spec.imagePullSecrets"].target == "spec.roles.worker.podTemplate.spec.imagePullSecrets"
+    assert notes["template.spec.containers[0]"].target == "spec.roles.worker.podTemplate.spec.containers[1]"
     assert notes["template.spec.containers[1].image"].target == "spec.roles.worker.image"
     assert not [n for n in w.notes() if n.verdict == "refused" and n.source != "template.metadata.name"]
 

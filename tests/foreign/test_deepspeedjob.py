@@ -96,13 +96,13 @@ def test_every_field_of_the_kitchen_sink_is_accounted_for() -> None:
         "spec.worker.replicas": "spec.replicas",
         "spec.worker.restartPolicy": "spec.restartPolicy",
         "spec.worker.template.metadata.labels": "spec.labels",
-        "spec.worker.template.spec.imagePullSecrets": "spec.podTemplate",
+        "spec.worker.template.spec.imagePullSecrets": "spec.podTemplate.spec.imagePullSecrets",
         "spec.worker.template.spec.containers[0].image": "spec.image",
         "spec.worker.template.spec.containers[0].workingDir": "spec.workingDir",
         "spec.worker.template.spec.containers[0].env": "spec.env",
         "spec.worker.template.spec.containers[0].resources.limits": "spec.limits",
-        "spec.worker.template.spec.containers[0].volumeMounts[0]": "spec.mounts",
-        "spec.worker.template.spec.volumes[0]": "spec.mounts",
+        "spec.worker.template.spec.containers[0].volumeMounts[0]": "spec.mounts[0].dst",
+        "spec.worker.template.spec.volumes[0]": "spec.mounts[0]",
     }
     assert {s for s, (v, _) in verdicts.items() if v == "approximated"} == {
         "spec.config.autotune",

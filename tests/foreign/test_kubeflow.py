@@ -212,8 +212,11 @@ def test_every_field_of_the_pytorchjob_kitchen_sink_is_accounted_for() -> None:
     assert mapped["spec.runPolicy.schedulingPolicy.queue"] == "spec.scheduling.queue"
     assert mapped[f"{c}.command"] == mapped[f"{c}.args"] == "spec.roles.worker.run"
     assert mapped[f"{w}.serviceAccountName"] == "spec.serviceAccount"
-    for carried in (f"{w}.imagePullSecrets", f"{w}.initContainers", f"{c}.readinessProbe", f"{w}.containers[1]"):
-        assert mapped[carried] == "spec.roles.worker.podTemplate", carried
+    for carried, at in ((f"{w}.imagePullSecrets", "spec.imagePullSecrets"),
+                        (f"{w}.initContainers", "spec.initContainers"),
+                        (f"{c}.readinessProbe", "spec.containers[0].readinessProbe"),
+                        (f"{w}.containers[1]", "spec.containers[1]")):
+        assert mapped[carried] == f"spec.roles.worker.podTemplate.{at}", carried
     spec = job.spec
     worker = job.spec.role_settings("worker")
     assert (spec.framework.value, spec.service_account) == ("pytorch", "trainer")
@@ -379,7 +382,9 @@ PADDLE_SINK = """\
             {
                 "spec.cleanPodPolicy": "spec.runPolicy.cleanPodPolicy",
                 "spec.mainContainer": None,
-                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]": "spec.roles.launcher.podTemplate",
+                # the sidecar, after the main container in the carried template
+                "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0]": "spec.roles.launcher.podTemplate.spec."
+                "containers[1]",
             },
             {
                 "spec.mpiReplicaSpecs.Launcher.template.spec.containers[1].command",

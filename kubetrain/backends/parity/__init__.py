@@ -309,6 +309,8 @@ def _mount_rows(kind: str, given: dict[str, Any], optional: Mapping[str, Any], *
 
 _ONLY_ON_A_CLUSTER = refused("nothing on this machine holds it: mount a folder with its files as type: bind")
 _PRIVILEGED = Cell(HONOURED, warns="the pod runs privileged", mentions="PRIVILEGED")
+_RELAXES = ok(warns="relaxes a security default")
+_RELAXING = {"capabilities", "allowPrivilegeEscalation", "seccompProfileType"}
 
 ROWS: list[Row] = [
     *_section("Metadata", [
@@ -411,7 +413,7 @@ ROWS: list[Row] = [
     *_section("Mounts", [
         *_mount_rows("bind", {"type": "bind", "src": "/mnt/data", "dst": "/data"}, {"readonly": True},
                      local=approx("dst is not created: the program sees src at its own path"), kube=ok(),
-                     readonly_local=approx("not enforced locally")),
+                     mount=_RELAXES, src=_RELAXES, readonly_local=approx("not enforced locally")),
         *_mount_rows("volume", {"type": "volume", "src": "datasets", "dst": "/data"},
                      {"readonly": True, "subPath": "imagenet"}, local=_ONLY_ON_A_CLUSTER, kube=ok()),
         *_mount_rows("device", {"type": "device", "src": "/dev/fuse"}, {"dst": "/dev/fuse0", "perm": "rw"},
@@ -456,7 +458,8 @@ ROWS: list[Row] = [
     ]),
     *_section("Security", [
         row("spec.security.runAsUser", {"spec.security.runAsUser": True}, local=same("replicas run as you")),
-        *[row(f"spec.security.{name}", {f"spec.security.{name}": value}, local=ignored(_NO_CONTAINER))
+        *[row(f"spec.security.{name}", {f"spec.security.{name}": value}, local=ignored(_NO_CONTAINER),
+              **({"kube": _RELAXES} if name in _RELAXING else {}))
           for name, value in (("runAsUid", 1000), ("runAsGid", 1000), ("runAsNonRoot", True),
                               ("supplementalGroups", [1000]), ("capabilities", ["IPC_LOCK"]),
                               ("allowPrivilegeEscalation", True), ("seccompProfileType", "Unconfined"),
@@ -468,9 +471,10 @@ ROWS: list[Row] = [
             baseline={"spec.security": {"seccompProfileType": "Localhost",
                                         "seccompLocalhostProfile": "profiles/other.json"}},
             local=ignored(_NO_CONTAINER)),
-        row("spec.security.hostIpc", {"spec.security.hostIpc": True}, local=same("processes share this host's IPC")),
+        row("spec.security.hostIpc", {"spec.security.hostIpc": True}, local=same("processes share this host's IPC"),
+            kube=_RELAXES),
         row("spec.security.hostNetwork", {"spec.security.hostNetwork": True},
-            local=same("processes use this host's network")),
+            local=same("processes use this host's network"), kube=_RELAXES),
     ]),
     *_section("Scheduling", [
         *[row(f"spec.scheduling.{name}", {f"spec.scheduling.{name}": value}, local=ignored(_NO_SCHEDULER))

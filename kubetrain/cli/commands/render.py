@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         with errors_at_source(conversion):
             rendered, warnings = render_job(job, args.flavor, args.namespace)
         objects += rendered
-        for warning in warnings:
-            print(f"WARNING: {warning}", file=sys.stderr)
+        for warning in warnings:  # a foreign file's: at the source field and line the setting came from
+            print(f"WARNING: {conversion.at_source(warning) if conversion else warning}", file=sys.stderr)
     sys.stdout.write(dump(objects, args.output))
     return 0

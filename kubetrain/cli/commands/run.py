@@ -148,7 +148,7 @@ def load_job(args: argparse.Namespace, options: BackendOptions) -> tuple[TrainJo
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...backends.base import open_backend
+    from ...backends.base import WARNING_PREFIX, open_backend
     from ..options import relaxation_lines
 
     options = backend_options(args)
@@ -164,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     sink = MetricLines(terminal, live.progress if live is not None else None)
 
     def on_event(text: str) -> None:
+        if conversion is not None and text.startswith(WARNING_PREFIX):  # at the source field and line it came from
+            text = WARNING_PREFIX + conversion.at_source(text[len(WARNING_PREFIX) :])
         if live is None:
             say(f"kubetrain: {text}", quiet=args.quiet)
             return

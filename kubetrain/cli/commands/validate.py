@@ -120,7 +120,7 @@ def _check(options: BackendOptions, path: str, job: TrainJob, conversion: Conver
     for ways, common in shared.items():
         say(f"{path}: {kind}s {', '.join(ways)} each give {plural(len(common), 'warning')}:")
         for warning in common:
-            say(f"  warning: {warning}")
+            say(f"  warning: {conversion.at_source(warning) if conversion else warning}")
     if len(verdicts) > 1:
         which = ", ".join(able) if able else "none"
         message = f"{path}: {kind}s that can run {job.name}: {which}"
@@ -154,8 +154,8 @@ def _report(
         warnings = list(seen.warnings)  # the local ones include the fields it does not use (docs/parity.md)
     say(f"{path}: {backend} runs {job.name}" + (f", with {len(warnings)} warning(s):" if warnings else ""),
         quiet=quiet and not warnings)
-    for warning in warnings:
-        say(f"  warning: {warning}")
+    for warning in warnings:  # a foreign file's: at the source field and line the setting came from
+        say(f"  warning: {conversion.at_source(warning) if conversion else warning}")
 
 
 def _problem_text(problem: Problem, conversion: Conversion | None) -> str:

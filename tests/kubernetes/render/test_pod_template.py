@@ -379,7 +379,7 @@ def test_a_roles_template_is_warned_at_the_roles_path() -> None:
     assert templates["worker"]["spec"]["hostPID"] is True
     assert "hostPID" not in templates["master"]["spec"]
     assert any(
-        w.startswith("spec.roles.worker.podTemplate.spec.hostPID: the pod template RELAXES") for w in result.warnings
+        w.startswith("spec.roles.worker.podTemplate.spec.hostPID: RELAXES") for w in result.warnings
     ), result.warnings
 
 
@@ -392,7 +392,7 @@ def test_render_and_validate_print_the_warning(tmp_path: Path, capsys: pytest.Ca
         "spec": {**SPEC, "image": IMAGE, "podTemplate": {"spec": {"hostIPC": True}}},
     }
     path.write_text(yaml.safe_dump(document))
-    expected = "spec.podTemplate.spec.hostIPC: the pod template RELAXES kubetrain's security defaults"
+    expected = "spec.podTemplate.spec.hostIPC: RELAXES kubetrain's security defaults"
     assert main(["render", str(path)]) == 0
     rendered_out = capsys.readouterr()
     assert expected in rendered_out.err

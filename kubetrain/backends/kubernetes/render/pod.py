@@ -23,9 +23,9 @@ from ....jobspec.pod_template import (
     MAIN_CONTAINER_NAMES,
     has_args_only,
     main_container_index,
-    relaxations,
     template_program,
 )
+from ....jobspec.relaxations import settings_relaxations, template_relaxations, warning
 from ....plan import expanded_args
 from . import mpi_ssh
 from .context import INDEX_LABEL, Ctx, RoleView
@@ -128,6 +128,9 @@ def pod_template(ctx: Ctx, view: RoleView, style: PodStyle) -> dict[str, Any]:
     if ssh.readiness_probe is not None:
         container["readinessProbe"] = ssh.readiness_probe
     container["securityContext"] = container_security(ctx, view, volumes, ssh.capabilities)
+    for found in settings_relaxations(settings):  # the same list, and words, as a pod template's
+        head, *rest = found.path
+        ctx.warn(warning(ctx.where(view.role, str(head), *rest), found))
     if ctx.spec.tty:
         container["tty"] = True
     if ctx.spec.stdin:
@@ -213,10 +216,9 @@ def with_pod_template(
     fixed = Fixed(frozenset(pod), frozenset(container), automount)
     where = ctx.where(view.role, "pod_template")
     main = main_container_index(template)
-    for path, what in relaxations(template):
-        if _kept_out(path, main, fixed):
-            continue
-        ctx.warn(f"{format_path((*where, *path))}: the pod template RELAXES kubetrain's security defaults: {what}")
+    for found in template_relaxations(template):
+        if not _kept_out(found.path, main, fixed):
+            ctx.warn(warning((*where, *found.path), found))
     program = template_program(template)
     if main is not None and (program is not None or has_args_only(template)) and view.settings.run != (
             Run(exec=program) if program is not None else None):
@@ -551,9 +553,9 @@ def container_security(ctx: Ctx, view: RoleView, volumes: VolumePlan, needed: tu
     privileged = sec.privileged or bool(volumes.privileged_by)
     out: dict[str, Any]
     if privileged:
-        reasons = (["security.privileged"] if sec.privileged else []) + volumes.privileged_by
-        ctx.warn(f"role {view.role}: pods run PRIVILEGED ({', '.join(reasons)}): full access to the host, "
-                 "privilege escalation allowed")
+        if volumes.privileged_by:  # `security.privileged` is warned at its path, as every relaxation is
+            ctx.warn(f"role {view.role}: pods run PRIVILEGED ({', '.join(volumes.privileged_by)}): full access to "
+                     "the host, privilege escalation allowed")
         # Kubernetes refuses privileged with allowPrivilegeEscalation false; privileged means both.
         out = {"privileged": True, "allowPrivilegeEscalation": True}
         if sec.capabilities:
@@ -561,8 +563,8 @@ def container_security(ctx: Ctx, view: RoleView, volumes: VolumePlan, needed: tu
     else:
         escalation = sec.allow_privilege_escalation
         if "SYS_ADMIN" in sec.capabilities and not escalation:
-            # Kubernetes refuses CAP_SYS_ADMIN without privilege escalation: asking for it asks for both.
-            ctx.warn(f"role {view.role}: capability SYS_ADMIN allows privilege escalation")
+            # Kubernetes refuses CAP_SYS_ADMIN without privilege escalation: asking for it asks for both (the
+            # capabilities' warning says so).
             escalation = True
         caps: dict[str, Any] = {"drop": ["ALL"]}
         if sec.capabilities:
