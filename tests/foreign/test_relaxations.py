@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,9 @@ from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec.relaxations import BY_KEY, PREFIX
 from tests.support.helpers import cli
 from tests.support.manifest_schemas import assert_valid
+
+if TYPE_CHECKING:
+    from kube_emulator import KubeEmulator
 
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
 
@@ -338,3 +341,26 @@ def test_validate_prints_each_relaxation_at_its_line(tmp_path: Path) -> None:
         said = [line for line in done.stderr.splitlines() if PREFIX in line]
         assert {int(line.split(f"{path}:", 1)[1].split(":", 1)[0]) for line in said} == lines, done.stderr
         assert len(said) == len(EXPECTED)
+
+
+def test_a_run_on_kubernetes_says_each_relaxation_at_its_line(
+    kube_emulator: KubeEmulator, kube_config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubetrain run` of a converted PyTorchJob (against the API emulator): the render's warnings, printed before
+    the job is created, at the file's own lines, and the created pod template keeps every setting."""
+    from kubetrain.cli.main import main
+
+    path = tmp_path / "pytorchjob.yaml"
+    path.write_text(PYTORCHJOB)
+    argv = ["run", str(path), "--convert", "--flavor", "job", "--detach", "-n", "default", "--backend", "k8s",
+            "--kubeconfig", str(kube_config_file)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if PREFIX in line]
+    lines = {line_of(PYTORCHJOB, wanted, nth, after) for _, _, wanted, nth, after in EXPECTED}
+    assert len(said) == len(EXPECTED), err
+    assert {int(line.split(f"{path}:", 1)[1].split(":", 1)[0]) for line in said} == lines, err
+    created = kube_emulator.get("jobs", "relaxed-master")["spec"]["template"]["spec"]
+    assert (created["hostPID"], created["securityContext"]["runAsUser"]) == (True, 0)
+    assert created["containers"][0]["securityContext"]["procMount"] == "Unmasked"
+    assert {v["hostPath"]["path"] for v in created["volumes"] if "hostPath" in v} == {"/", "/var/run/docker.sock"}
