@@ -459,7 +459,7 @@ ROWS: list[Row] = [
     *_section("Security", [
         row("spec.security.runAsUser", {"spec.security.runAsUser": True}, local=same("replicas run as you")),
         *[row(f"spec.security.{name}", {f"spec.security.{name}": value}, local=ignored(_NO_CONTAINER),
-              **({"kube": _RELAXES} if name in _RELAXING else {}))
+              kube=_RELAXES if name in _RELAXING else None)
           for name, value in (("runAsUid", 1000), ("runAsGid", 1000), ("runAsNonRoot", True),
                               ("supplementalGroups", [1000]), ("capabilities", ["IPC_LOCK"]),
                               ("allowPrivilegeEscalation", True), ("seccompProfileType", "Unconfined"),
