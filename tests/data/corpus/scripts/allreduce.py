@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -22,7 +23,8 @@ def main() -> None:
         "sum": int(ones.item()),
         "local_rank": os.environ.get("LOCAL_RANK"),
     }
-    print("CORPUS " + json.dumps(report, sort_keys=True), flush=True)
+    sys.stdout.write("CORPUS " + json.dumps(report, sort_keys=True) + "\n")  # one write: ranks may share the pipe
+    sys.stdout.flush()
     dist.destroy_process_group()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import timedelta
 
 from torch.distributed import TCPStore
@@ -22,7 +23,8 @@ def main() -> None:
     store.set(f"seen-{me}", "1")
     store.wait([f"seen-{i}" for i in range(count)], timedelta(seconds=120))
     joined = int(store.add("joined", 0))
-    print("CORPUS " + json.dumps({"process_id": me, "num_processes": count, "joined": joined}), flush=True)
+    sys.stdout.write("CORPUS " + json.dumps({"process_id": me, "num_processes": count, "joined": joined}) + "\n")
+    sys.stdout.flush()
     # The coordinator's store must outlive the others' last read: process 0 leaves last.
     if me == 0:
         store.wait([f"left-{i}" for i in range(1, count)], timedelta(seconds=120))

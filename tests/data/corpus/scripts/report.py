@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 
 def main() -> None:
@@ -27,7 +28,8 @@ def main() -> None:
             report[f"file:{os.path.basename(path)}"] = None
     if args.tag is not None:
         report["tag"] = args.tag
-    print("CORPUS " + json.dumps(report, sort_keys=True), flush=True)
+    sys.stdout.write("CORPUS " + json.dumps(report, sort_keys=True) + "\n")  # one write: ranks may share the pipe
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ def main() -> int:
         except OSError as exc:
             print(f"cannot resolve {name}: {exc}", file=sys.stderr, flush=True)
             return 1
-    print("CORPUS " + json.dumps({"resolved": found}, sort_keys=True), flush=True)
+    sys.stdout.write("CORPUS " + json.dumps({"resolved": found}, sort_keys=True) + "\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
-print("CORPUS " + json.dumps({"serving": os.environ.get("KUBETRAIN_ROLE")}), flush=True)
+sys.stdout.write("CORPUS " + json.dumps({"serving": os.environ.get("KUBETRAIN_ROLE")}) + "\n")
+sys.stdout.flush()
 while True:
     time.sleep(3600)

@@ -76,7 +76,8 @@ def main() -> None:
     for name in filter(None, args.wait_for.split(",")):
         for address in cluster[name]:
             reach(address)
-    print("CORPUS " + json.dumps(report, sort_keys=True), flush=True)
+    sys.stdout.write("CORPUS " + json.dumps(report, sort_keys=True) + "\n")  # one write: ranks may share the pipe
+    sys.stdout.flush()
     if args.serve:
         serve(report["own"])
 
