@@ -62,6 +62,7 @@ from ..contract.logs import LogRecord, SearchTooSlow
 from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
+from .connections import DEFAULT_LOG_VIEWERS, LOG_BUFFER_BYTES, LOG_BUFFER_LINES
 from .job_list import ListQuery, select
 from .metrics_tracker import MetricsTracker
 from .security import Guard
@@ -78,8 +79,6 @@ COALESCE = 0.05
 """Seconds a stream waits after a change for the rest of its burst, so a burst costs one update."""
 LOG_BATCH = 2000
 """Lines per `lines` event at most (the page appends each event as one text block)."""
-LOG_BUFFER = 200_000
-"""Lines a log stream holds for a slow viewer before it drops the oldest (and says how many)."""
 GREP_LINE_SECONDS = 1.0
 """How long the page's grep may search one line before it is given up as too slow (a usual expression takes
 microseconds, a few milliseconds on a line of a megabyte; one that backtracks may take years)."""
@@ -183,26 +182,35 @@ async def _plain(send: Send, status: int, text: str, extra: Sequence[tuple[bytes
 
 
 class Pipe:
-    """Items from a blocking iterator on a thread of its own, handed to the event loop in batches."""
+    """Items from a blocking iterator on a thread of its own, handed to the event loop in batches.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = LOG_BUFFER) -> None:
+    Bounded, and nothing lost: once it holds `limit` items or `limit_bytes` of their text, its thread waits
+    until the stream has taken some (which it does as fast as its viewer reads: uvicorn waits for a slow
+    client's socket to drain), so a viewer that reads slowly costs this buffer and no more, however long
+    the log. (It dropped the oldest of up to 200,000 lines per viewer before: 50 viewers of a 1M-line log
+    held 2.9 GB.)"""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, limit: int = LOG_BUFFER_LINES, limit_bytes: int = LOG_BUFFER_BYTES
+    ) -> None:
         self.loop = loop
         self.items: collections.deque[Any] = collections.deque()
         self.limit = limit
-        self.dropped = 0
+        self.limit_bytes = limit_bytes
+        self.held_bytes = 0
         self.done = False
         self.error: BaseException | None = None
         self.stopped = threading.Event()
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
         self._ready = asyncio.Event()
 
     def run(self, iterator: Callable[[], Iterator[Any]], name: str) -> Pipe:
         def pump() -> None:
             try:
                 for item in iterator():
-                    if self.stopped.is_set():
+                    if self.stopped.is_set() or not self.put(item):
                         break
-                    self.put(item)
             except BaseException as exc:  # shown to the viewer, not lost on a thread
                 self.error = exc
             finally:
@@ -212,15 +220,34 @@ class Pipe:
         threading.Thread(target=pump, name=name, daemon=True).start()
         return self
 
-    def put(self, item: Any) -> None:
-        with self._lock:
+    @staticmethod
+    def size(item: Any) -> int:
+        """An item's weight against `limit_bytes`: a log line's text and a little for the rest."""
+        if isinstance(item, list) and len(item) > 2 and isinstance(item[2], str):
+            return len(item[2]) + 64
+        return 64
+
+    def put(self, item: Any) -> bool:
+        """Hold `item` for the stream, once there is room (False: the stream ended while waiting)."""
+        weight = self.size(item)
+        with self._room:
+            # One item always fits an empty pipe, however large: a line longer than the bound still goes.
+            while self.items and (len(self.items) >= self.limit or self.held_bytes + weight > self.limit_bytes):
+                if self.stopped.is_set():
+                    return False
+                self._room.wait()
             was_empty = not self.items
             self.items.append(item)
-            if len(self.items) > self.limit:
-                self.items.popleft()
-                self.dropped += 1
+            self.held_bytes += weight
         if was_empty:
             self._notify()
+        return True
+
+    def stop(self) -> None:
+        """The stream has ended: its thread stops at its next item, or at once if it waits for room."""
+        with self._room:
+            self.stopped.set()
+            self._room.notify_all()
 
     def _notify(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -232,10 +259,13 @@ class Pipe:
     def take(self, most: int) -> list[Any]:
         """Up to `most` of the items read so far (none: nothing new)."""
         self._ready.clear()
-        with self._lock:
+        with self._room:
             batch = [self.items.popleft() for _ in range(min(most, len(self.items)))]
+            self.held_bytes -= sum(self.size(item) for item in batch)
             if self.items:
                 self._ready.set()
+            if batch:
+                self._room.notify_all()
         return batch
 
     async def ready(self, timeout: float) -> None:
@@ -252,6 +282,47 @@ class Pipe:
     @property
     def finished(self) -> bool:
         return self.done and not self.items
+
+
+class LogReaders:
+    """How many event streams read a log at once (`limit`); the next ones wait, first come first served,
+    while their pages get the job's status and plots. Each reader is a thread that reads, merges and
+    encodes the whole log for its viewer: 50 of them on a 1M-line log held the GIL so that `/api/jobs`
+    took over a minute."""
+
+    def __init__(self, limit: int = DEFAULT_LOG_VIEWERS) -> None:
+        self.limit = limit
+        self.reading = 0
+        self.queue: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_enter(self) -> asyncio.Future[None] | None:
+        """None: a reader may start now (counted); else a future done once it may (then counted)."""
+        if self.reading < self.limit and not self.queue:
+            self.reading += 1
+            return None
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.queue.append(turn)
+        return turn
+
+    def waiting_message(self) -> str:
+        return (
+            f"waiting to read the log: {self.limit} pages are reading logs at once (kubetrain ui "
+            "--max-log-viewers); it starts when one of them is closed or has read its log to the end"
+        )
+
+    def leave(self, turn: asyncio.Future[None] | None) -> None:
+        """A reader ended, or a waiting stream went before its turn (`turn`, not done yet)."""
+        if turn is not None and not turn.done():
+            with contextlib.suppress(ValueError):
+                self.queue.remove(turn)
+            turn.cancel()
+            return
+        self.reading -= 1
+        while self.queue and self.reading < self.limit:
+            following = self.queue.popleft()
+            if not following.cancelled():
+                self.reading += 1
+                following.set_result(None)
 
 
 # -- the app -----------------------------------------------------------------------------------------------
@@ -417,9 +488,10 @@ SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 class WebView:
     """The app's state: the sources (one per backend), the security guard, the metric trackers."""
 
-    def __init__(self, sources: Sequence[Source], guard: Guard) -> None:
+    def __init__(self, sources: Sequence[Source], guard: Guard, *, log_viewers: int = DEFAULT_LOG_VIEWERS) -> None:
         self.sources = {s.name: s for s in sources}
         self.guard = guard
+        self.readers = LogReaders(log_viewers)
         self.any_change = ChangeFeed()
         self.trackers: dict[tuple[str, str], MetricsTracker] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -606,16 +678,28 @@ class WebView:
                 records = after_cursor(records, resume)
             return (line_event(r, grep) for r in records)
 
+        def start_log() -> Pipe:
+            pipe = Pipe(loop)
+            assert filters is not None
+            log_filter = dict(filters)
+            if isinstance(grep, TimedGrep):
+                log_filter["grep"] = grep.until(pipe.stopped)
+            # The follower ends when the page goes (`stopped`), not at the job's next line.
+            pipe.run(partial(read_log, pipe.stopped, log_filter), name=f"ui-logs-{job_id}")
+            self.pipes.add(pipe)
+            return pipe
+
         async def stream() -> AsyncIterator[str]:
             pipe: Pipe | None = None
+            # The log's turn among the streams reading one (`LogReaders`): counted while `reader`.
+            turn: asyncio.Future[None] | None = None
+            reader = False
             if filters is not None and with_log:
-                pipe = Pipe(loop)
-                log_filter = dict(filters)
-                if isinstance(grep, TimedGrep):
-                    log_filter["grep"] = grep.until(pipe.stopped)
-                # The follower ends when the page goes (`stopped`), not at the job's next line.
-                pipe.run(partial(read_log, pipe.stopped, log_filter), name=f"ui-logs-{job_id}")
-                self.pipes.add(pipe)
+                turn, reader = self.readers.try_enter(), True
+                if turn is None:
+                    pipe = start_log()
+                else:
+                    yield _sse("waiting", {"message": self.readers.waiting_message()})
             elif with_log:
                 yield _sse("failed", {"message": filter_error})
             status_seen = -1
@@ -651,6 +735,8 @@ class WebView:
                             "metrics",
                             {"names": tracker.names(), "version": metrics_seen, "samples": len(tracker.samples)},
                         )
+                    if reader and pipe is None and turn is not None and turn.done():
+                        pipe = start_log()  # its turn came
                     if pipe is not None:
                         while batch := pipe.take(LOG_BATCH):
                             yield _sse("lines", batch)
@@ -658,14 +744,18 @@ class WebView:
                             if pipe.error is not None:
                                 yield _sse("failed", {"message": str(pipe.error)})
                             else:
-                                yield _sse("end", {"dropped": pipe.dropped})
+                                yield _sse("end", {})
                             self.pipes.discard(pipe)
                             pipe = None
+                            self.readers.leave(turn)
+                            reader = False
                     waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(source.feed.wait(status_seen, KEEPALIVE))]
                     if tracker is not None:
                         waits.append(asyncio.ensure_future(tracker.feed.wait(metrics_seen, KEEPALIVE)))
                     if pipe is not None:
                         waits.append(asyncio.ensure_future(pipe.ready(KEEPALIVE)))
+                    elif reader and turn is not None:
+                        waits.append(asyncio.shield(turn))  # cancelling the wait leaves the turn
                     try:
                         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                     finally:
@@ -682,8 +772,10 @@ class WebView:
                         yield ": keepalive\n\n"
             finally:
                 if pipe is not None:
-                    pipe.stopped.set()
+                    pipe.stop()
                     self.pipes.discard(pipe)
+                if reader:
+                    self.readers.leave(turn)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 

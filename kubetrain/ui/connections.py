@@ -51,6 +51,13 @@ ACCEPT_BATCH = 128
 LISTEN_QUEUE = 2048
 """Connections the kernel holds for the server to accept: a burst longer than this drops handshakes, which
 the clients retry only after a second."""
+DEFAULT_LOG_VIEWERS = 16
+"""Event streams reading a job's log at once, at most (`--max-log-viewers`): each reads, merges and encodes
+the log on a thread of its own, and the next ones wait for their turn (`app.LogReaders`)."""
+LOG_BUFFER_LINES = 8000
+"""Lines a log's event stream holds for its page at most: its reader waits while they are there (`app.Pipe`)."""
+LOG_BUFFER_BYTES = 4 << 20
+"""Bytes of text a log's event stream holds for its page at most (a longer line is held alone)."""
 NOTE_EVERY = 10.0
 """Seconds between two notes on stderr of one kind (connections refused, closed, out of files)."""
 
@@ -59,23 +66,26 @@ NOTE_EVERY = 10.0
 class ConnectionLimits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    log_viewers: int = DEFAULT_LOG_VIEWERS
 
 
-def effective_limits(max_connections: int | None, idle_timeout: float) -> tuple[ConnectionLimits, str | None]:
+def effective_limits(
+    max_connections: int | None, idle_timeout: float, log_viewers: int = DEFAULT_LOG_VIEWERS
+) -> tuple[ConnectionLimits, str | None]:
     """The limits to serve with: the open-file limit raised as far as allowed, and the cap (the default when
     None) lowered to what that leaves room for (`connection_cap`); with a warning when a cap asked for was
     lowered."""
     files = raise_open_file_limit()
     room = connection_cap(files)
     if max_connections is None:
-        return ConnectionLimits(min(DEFAULT_MAX_CONNECTIONS, room), idle_timeout), None
+        return ConnectionLimits(min(DEFAULT_MAX_CONNECTIONS, room), idle_timeout, log_viewers), None
     if max_connections <= room:
-        return ConnectionLimits(max_connections, idle_timeout), None
+        return ConnectionLimits(max_connections, idle_timeout, log_viewers), None
     warning = (
         f"warning: --max-connections {max_connections} leaves too few of the {files} files this process may "
         f"open (ulimit -n) for the logs and the store: at most {room} connections at once"
     )
-    return ConnectionLimits(room, idle_timeout), warning
+    return ConnectionLimits(room, idle_timeout, log_viewers), warning
 
 
 def raise_open_file_limit() -> int:
@@ -256,8 +266,11 @@ def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 __all__ = [
     "ACCEPT_BATCH",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_LOG_VIEWERS",
     "DEFAULT_MAX_CONNECTIONS",
     "LISTEN_QUEUE",
+    "LOG_BUFFER_BYTES",
+    "LOG_BUFFER_LINES",
     "ConnectionLimits",
     "Listener",
     "connection_cap",

@@ -19,6 +19,7 @@ from .app import WebView
 from .connections import (
     ACCEPT_BATCH,
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LOG_VIEWERS,
     ConnectionLimits,
     Listener,
     effective_limits,
@@ -107,15 +108,17 @@ def serve(
     token: str | None = None,
     max_connections: int | None = None,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    log_viewers: int = DEFAULT_LOG_VIEWERS,
 ) -> int:
     """Serve until interrupted; the exit status: 130 after Ctrl-C, 143 after SIGTERM (as any command those
     signals end; under the CLI's handlers, `cli.signals`), 0 when stopped otherwise. The port is bound
     first, then the address (with its token) is printed once. At most
-    `max_connections` at once (default: `DEFAULT_MAX_CONNECTIONS`, lowered below the open-file limit)."""
-    limits, lowered = effective_limits(max_connections, idle_timeout)
+    `max_connections` at once (default: `DEFAULT_MAX_CONNECTIONS`, lowered below the open-file limit), at
+    most `log_viewers` of them reading a log at once."""
+    limits, lowered = effective_limits(max_connections, idle_timeout, log_viewers)
     sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
-    view = WebView([Source(b) for b in backends], guard)
+    view = WebView([Source(b) for b in backends], guard, log_viewers=limits.log_viewers)
     server = _server(_config(view, limits), view)
     print(
         f"kubetrain ui: serving {', '.join(b.name for b in backends)} jobs at {address(host, port, guard.token)}",
@@ -162,8 +165,9 @@ class Background:
         self.sock = listen(host, port)
         self.host, self.port = host, int(self.sock.getsockname()[1])
         self.guard = Guard.for_bind(host, self.port, token)
-        self.view = WebView([Source(b) for b in backends], self.guard)
-        self.server = uvicorn.Server(_config(self.view, limits or ConnectionLimits()))
+        limits = limits or ConnectionLimits()
+        self.view = WebView([Source(b) for b in backends], self.guard, log_viewers=limits.log_viewers)
+        self.server = uvicorn.Server(_config(self.view, limits))
         self._thread = threading.Thread(target=self._run, name="kubetrain-ui", daemon=True)
 
     def _run(self) -> None:

@@ -3,7 +3,8 @@
 `--backend` may be given more than once: `--backend local --backend kubernetes -n team-a` shows this
 machine's jobs and the namespace's in one table. Binds to 127.0.0.1. The page needs a token, printed once
 at start in the address to open (as Jupyter's): other users of this machine reach 127.0.0.1 too, and the page
-shows env values and can cancel jobs. Needs the optional extra `kubetrain[ui]` (Starlette, uvicorn).
+shows env values and can cancel jobs. Needs the optional extra `kubetrain[ui]`: the pages are Starlette
+routes with Jinja2 templates, served by uvicorn (its h11 protocol, bounded: `ui/connections.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from pathlib import Path
 
 from ...contract.choices import DEFAULT_BACKEND
 from ...contract.env_names import UI_TOKEN
-from ...ui.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS
+from ...ui.connections import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LOG_VIEWERS,
+    DEFAULT_MAX_CONNECTIONS,
+    LOG_BUFFER_BYTES,
+    LOG_BUFFER_LINES,
+)
 from ..errors import CliError
 from ..options import add_backend, backend_options
 
@@ -40,8 +47,17 @@ limits (anyone who can connect meets them, token or not; see docs/ui.md):
   --max-connections: at most that many at once, and never more than half of the open files left after 256
   (the open-file limit is raised to its hard limit at start where allowed). Over it, the connection idle
   longest is closed; when all of them are busy, a new one is answered 503.
+  --max-log-viewers: at most that many pages read a job's log at once (each reads and encodes the whole log
+  on a thread of its own); the next ones show the job's status and plots at once and their log when one of
+  those is closed or has read its log to the end (the page says it waits).
+  A log's stream holds at most {LOG_BUFFER_LINES:,} lines or {LOG_BUFFER_BYTES >> 20} MiB for its page
+  (fixed): past that it reads on once the page has taken some, so a slow page costs that much and no more,
+  and no line is left out.
   The page's grep (fixed): 1 s of search per line; an expression whose repeats would expand past 100,000
   pieces when compiled, or nests groups over 50 deep, is refused before it is compiled, saying what to change.
+
+served by: uvicorn (h11) with Starlette routes and Jinja2 templates, on one process and one event loop; the
+backends' calls and the logs' readers run on threads.
 """
 
 
@@ -78,6 +94,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         default=DEFAULT_IDLE_TIMEOUT,
         help=f"close a connection that sends no whole request within SECONDS (default: {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-log-viewers",
+        type=int,
+        metavar="N",
+        default=DEFAULT_LOG_VIEWERS,
+        help="pages reading a job's log at once, at most; the next ones wait their turn "
+        f"(default: {DEFAULT_LOG_VIEWERS})",
     )
     add_backend(p, "ui", help_text=f"whose jobs to show; repeat for several (default: {DEFAULT_BACKEND})", several=True)
 
@@ -121,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--port {args.port}: give a port from 1 to 65535", code=2)
     if args.max_connections is not None and args.max_connections < 1:
         raise CliError(f"--max-connections {args.max_connections}: give a number from 1", code=2)
+    if args.max_log_viewers < 1:
+        raise CliError(f"--max-log-viewers {args.max_log_viewers}: give a number from 1", code=2)
     if not 0 < args.idle_timeout < 86400:
         raise CliError(f"--idle-timeout {args.idle_timeout:g}: give seconds above 0 and below a day", code=2)
     token = chosen_token(args)
@@ -136,4 +162,5 @@ def run(args: argparse.Namespace) -> int:
             token=token,
             max_connections=args.max_connections,
             idle_timeout=args.idle_timeout,
+            log_viewers=args.max_log_viewers,
         )

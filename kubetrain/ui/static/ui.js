@@ -820,6 +820,14 @@
     }, { passive: true });
   }
 
+  // A note above the log while it waits its turn among the pages reading logs (the server says why).
+  function logNote(message) {
+    var note = byId("log-note");
+    if (!note || note.textContent === message) return;
+    note.textContent = message;
+    note.hidden = !message;
+  }
+
   function logError(message) {
     var error = byId("log-error");
     error.textContent = message;
@@ -855,9 +863,10 @@
     var stream = eventStream(streamAddress, {
       status: onStatus,
       metrics: renderMetrics,
-      lines: log.append,
-      end: function () { log.finish("— end of output —"); },
-      failed: function (data) { logError(data.message); },
+      lines: function (batch) { logNote(""); log.append(batch); },
+      end: function () { logNote(""); log.finish("— end of output —"); },
+      failed: function (data) { logNote(""); logError(data.message); },
+      waiting: function (data) { logNote(data.message); },
       gone: function (data) {
         stream.close();
         source = null;
