@@ -825,7 +825,12 @@ class WebView:
             Route(job + "/{action}", self.action, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]
-        return GuardMiddleware(Starlette(routes=routes, lifespan=self.lifespan), self.guard)
+        app = Starlette(routes=routes, lifespan=self.lifespan)
+        # No redirect from `/path/` to `/path`: a redirect's address is built from the request's own, which
+        # a stranger writes (`//host/x/`, `/\\host/`, a CR/LF decoded from `%0d%0a`); every address here is
+        # one the pages make, without a trailing slash: anything else is a plain 404.
+        app.router.redirect_slashes = False
+        return GuardMiddleware(app, self.guard)
 
 
 def create_app(sources: Sequence[Source], guard: Guard) -> ASGIApp:

@@ -22,6 +22,10 @@ with a traceback up to `backlog` times per loop tick (300 MB of stderr in a minu
   the kernel's queue stays `LISTEN_QUEUE` long (asyncio gives its backlog to `listen()` too: `Listener`
   keeps its own).
 
+What a client's bytes make uvicorn warn about (a request that is not valid HTTP: a CR or LF in its address;
+an Upgrade header) is answered as uvicorn does (400; ignored) and said as a note at most every `NOTE_EVERY`
+seconds (`QuietLogger`), not a line per request that anyone may send in a loop.
+
 The protocol is uvicorn's h11 one (`http` pinned to it): `httptools` would be picked where installed, and it
 has the same gap; one implementation is bounded and tested here.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import resource
 import socket
@@ -188,6 +193,35 @@ class Listener(socket.socket):
 
 REFUSED = b"kubetrain ui: too many connections at once; try again later\n"
 
+STRANGERS_NOTES = {
+    "Invalid HTTP request received.": (
+        "invalid",
+        "answered 400 to a request that is not valid HTTP/1.1 (a CR or LF in its address, a malformed header)",
+    ),
+    "Unsupported upgrade request.": ("upgrade", "ignored a request's Upgrade header (this server speaks HTTP/1.1)"),
+}
+"""uvicorn's warnings about what a client sent, by their text: anyone who can connect chooses how often
+they come, so they become a note at most every `NOTE_EVERY` seconds instead of a line each."""
+
+
+class QuietLogger(logging.LoggerAdapter[logging.Logger]):
+    """uvicorn's logger for one connection, with what a client's bytes cause said as `NOTES` (a count at most
+    every `NOTE_EVERY` seconds); everything else (the server's own errors) goes through as it is."""
+
+    @property
+    def level(self) -> int:  # uvicorn compares it with its trace level
+        return self.logger.level
+
+    def warning(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        if isinstance(msg, str):
+            if msg in STRANGERS_NOTES:
+                kind, text = STRANGERS_NOTES[msg]
+                NOTES.say(kind, text)
+                return
+            if msg.startswith("No supported WebSocket library detected"):
+                return  # follows an Upgrade header (noted above): advice meant for an app that wants one
+        self.logger.warning(msg, *args, **kwargs)
+
 
 def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the idle timeout and the connection cap of `limits`."""
@@ -199,6 +233,7 @@ def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         """When the connection last started waiting for a request head (opened, or its response sent)."""
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            self.logger = QuietLogger(self.logger, {})  # type: ignore[assignment]
             super().connection_made(transport)
             self.waiting_since = time.monotonic()
             if len(self.connections) > limits.max_connections and not self._make_room():

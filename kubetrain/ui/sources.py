@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..contract.errors import KubetrainError
 from .changes import ChangeFeed
 from .views import JobDetail, JobRow, job_detail, job_row, spec_text
 
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from ..backends.base import Backend, Changes, Description
     from ..contract.logs import LogRecord
     from ..metrics.sample import MetricSample
+
+
+class NoSuchJob(KubetrainError, LookupError):
+    """An action's address names no job by its whole id (404)."""
 
 
 class Source:
@@ -110,8 +115,17 @@ class Source:
         return self.backend.metrics(job_id, follow=follow)
 
     def act(self, job_id: str, action: str) -> str:
-        """Cancel, suspend, resume or delete; the job's phase after it ("Deleted" once deleted)."""
+        """Cancel, suspend, resume or delete; the job's phase after it ("Deleted" once deleted).
+
+        Only the job whose whole id is `job_id`: a backend resolves a unique prefix, as `kubetrain cancel`
+        does for a person typing, but an address's action acts on what its page showed, never on another
+        job that happens to begin the same way (`/jobs/local/train/cancel` must not cancel `train-x4k2p`)."""
         backend = self.backend
+        found = backend.status(job_id).job_id
+        if found != job_id:
+            raise NoSuchJob(
+                f"no job {job_id!r} in {self.name}: an action takes a job's whole id ({found!r} begins with it)"
+            )
         if action == "delete":
             backend.delete(job_id)
             return "Deleted"
@@ -119,4 +133,4 @@ class Source:
         return calls[action](job_id).phase.value
 
 
-__all__ = ["Source"]
+__all__ = ["NoSuchJob", "Source"]
