@@ -305,9 +305,10 @@ class LogReaders:
         return turn
 
     def waiting_message(self) -> str:
+        reading = "1 page is reading a log" if self.limit == 1 else f"{self.limit} pages are reading logs"
         return (
-            f"waiting to read the log: {self.limit} pages are reading logs at once (kubetrain ui "
-            "--max-log-viewers); it starts when one of them is closed or has read its log to the end"
+            f"waiting to read the log: {reading} at once (kubetrain ui --max-log-viewers); it starts when one "
+            "of them is closed or has read its log to the end"
         )
 
     def leave(self, turn: asyncio.Future[None] | None) -> None:

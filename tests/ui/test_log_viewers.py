@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from kubetrain.ui.connections import LOG_BUFFER_LINES, ConnectionLimits
 from kubetrain.ui.server import Background
 from tests.support.helpers import exec_job, no_process_left_behind, wait_for  # noqa: F401 (an autouse fixture)
+from tests.ui.browsing import text, until
 from tests.ui.helpers import TOKEN, Events
 
 LINES = 100_000
@@ -105,3 +108,21 @@ def test_past_the_cap_a_viewer_waits_its_turn_told_so(local: LocalBackend, big_l
         wait_for("the readers to leave", lambda: bg.view.readers.reading == 0)
         with Events(f"{bg.url}/jobs/local/{big_log}/events") as fresh:
             assert count_to_end(fresh)[0] == LINES
+
+
+def test_the_page_says_its_log_waits_its_turn_then_shows_it(browser: Any, local: LocalBackend, big_log: str) -> None:
+    """In chromium: past the cap, the page shows the job at once and says above the log why it is empty;
+    once the page reading the log goes, the log comes, every line, and the note goes."""
+    with Background([local], token=TOKEN, limits=ConnectionLimits(log_viewers=1)) as bg:
+        holder = stalled(bg, big_log)
+        try:
+            browser.get(bg.address(f"/jobs/local/{big_log}"))
+            until(browser, "the job's status", lambda d: "Succeeded" in text(d, "#job-head"))
+            note = until(browser, "the note that the log waits", lambda d: text(d, "#log-note"))
+            assert "waiting to read the log: 1 page is reading a log at once" in note
+            assert "--max-log-viewers" in note
+            assert text(browser, "#log-count") == ""
+        finally:
+            holder.close()
+        until(browser, "the whole log", lambda d: text(d, "#log-count") == f"{LINES} lines")
+        until(browser, "the note gone", lambda d: not d.find_element(By.ID, "log-note").is_displayed())
