@@ -93,6 +93,12 @@ class LocalError(KubetrainError):
     """A request the local backend cannot carry out, with a message for the user."""
 
 
+class DeletedWhileFollowed(LocalError, LookupError):
+    """The job followed by `logs -f`, `metrics --watch` or a page was deleted meanwhile: by `delete`, or by
+    its runPolicy.ttlSecondsAfterFinished once it had finished (a sweep of any kubetrain call on this
+    machine). Both followers end with it, saying which, where they said only "no job" before."""
+
+
 class LocalRefusal(LocalError):
     """A job this machine cannot run as written, refused before anything is created: every problem with its
     field path (`errors`, as a `SpecError`'s, and the same exit status as the Kubernetes render's refusals)."""
@@ -668,10 +674,7 @@ class LocalBackend:
             what = f"role {role}" + (f" index {index}" if index is not None else "")
             raise LocalError(f"job {job_id} has no replica matching {what}")
         if follow:
-            def until() -> bool:
-                return (stop is not None and stop.is_set()) or self._ended(job_id)
-
-            return follow_log(paths, until, since=since, tail=tail, grep=pattern)
+            return follow_log(paths, self._follow_until(job_id, stop), since=since, tail=tail, grep=pattern)
         if on_missing is not None:
             for key, path in paths.items():
                 if not path.exists():
@@ -718,8 +721,32 @@ class LocalBackend:
                 print(f"kubetrain: metrics of {job_id}: {path} not read: {why}", file=sys.stderr)
 
         if follow:
-            return follow_files(keyed, lambda: self._ended(job_id), within=within, on_refused=refused)
+            return follow_files(keyed, self._follow_until(job_id), within=within, on_refused=refused)
         return iter(read_files(keyed, within=within, on_refused=refused))
+
+    def _follow_until(self, job_id: str, stop: threading.Event | None = None) -> Callable[[], bool]:
+        """When a follower of the job's output or metrics ends: once the job has ended (`_ended`) or `stop`
+        is set. A job deleted meanwhile raises `DeletedWhileFollowed`, saying whether its TTL did it."""
+        ttl: object = json.loads(self.store.get_spec_json(job_id))
+        for key in ("spec", "runPolicy", "ttlSecondsAfterFinished"):
+            ttl = ttl.get(key) if isinstance(ttl, dict) else None
+
+        def until() -> bool:
+            if stop is not None and stop.is_set():
+                return True
+            try:
+                return self._ended(job_id)
+            except JobNotFoundError:
+                if isinstance(ttl, int):
+                    why = (
+                        f"its runPolicy.ttlSecondsAfterFinished ({ttl} s) deletes it that long after it finishes, "
+                        "logs and metrics included"
+                    )
+                else:
+                    why = "kubetrain delete, or a delete from the web view"
+                raise DeletedWhileFollowed(f"job {job_id} was deleted while it was followed ({why})") from None
+
+        return until
 
     def _ended(self, job_id: str) -> bool:
         # A suspended job has not ended: like `kubectl logs -f` while no pod runs, following waits for it
