@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/ui_log_viewers.py [--lines 1000000] [--viewers 50] [--hold 10]
 
-A local job prints `--lines` lines (about 60 bytes each) and ends. `kubetrain ui` then runs as a process of
+A local job prints `--lines` lines (about 60 bytes each, in one log file: no rotation) and ends. `kubetrain ui` then runs as a process of
 its own, its settings the defaults, and `--viewers` clients open the job page's event stream at once, as
 that many tabs would (bearer token, no filter: the whole log). Each client reads until its first `lines`
 event (time to first line), then reads nothing for `--hold` seconds (a slow viewer: a tab in the
@@ -47,6 +47,8 @@ def status_kb(pid: int, field: str) -> float:
 def make_job(home: Path, lines: int) -> str:
     """A finished local job whose output is `lines` lines."""
     os.environ["KUBETRAIN_HOME"] = str(home)
+    # One file holds it all: rotated at the kubelet's 10 MiB, five files would keep about half of it.
+    os.environ["KUBETRAIN_LOG_MAX_SIZE"] = "1Gi"
     from kubetrain.backends.local.backend import LocalBackend
     from kubetrain.jobspec import from_dict
 
