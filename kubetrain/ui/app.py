@@ -62,7 +62,13 @@ from ..contract.logs import LogRecord, SearchTooSlow
 from ..terminal import sanitize
 from . import pages, svg
 from .changes import ChangeFeed
-from .connections import DEFAULT_LOG_VIEWERS, LOG_BUFFER_BYTES, LOG_BUFFER_LINES
+from .connections import (
+    DEFAULT_LOG_READERS,
+    DEFAULT_LOG_VIEWERS,
+    LOG_BATCH_LINES,
+    LOG_BUFFER_BYTES,
+    LOG_BUFFER_LINES,
+)
 from .job_list import ListQuery, select
 from .metrics_tracker import MetricsTracker
 from .security import Guard
@@ -77,8 +83,12 @@ KEEPALIVE = 15.0
 """Seconds of quiet after which a stream sends a comment (a closed tab then ends its stream)."""
 COALESCE = 0.05
 """Seconds a stream waits after a change for the rest of its burst, so a burst costs one update."""
-LOG_BATCH = 2000
-"""Lines per `lines` event at most (the page appends each event as one text block)."""
+LOG_BATCH = LOG_BATCH_LINES
+"""Lines per `lines` event at most (the page appends each event as one text block); a reader's slice."""
+TURN_IDLE = 0.25
+"""Seconds a reader waits for its log's next line before its turn counts as free (`ReadTurns`): reading
+takes microseconds a line, so that long a wait is the end of a running job's output, not work."""
+_END = object()
 GREP_LINE_SECONDS = 1.0
 """How long the page's grep may search one line before it is given up as too slow (a usual expression takes
 microseconds, a few milliseconds on a line of a megabyte; one that backtracks may take years)."""
@@ -181,6 +191,56 @@ async def _plain(send: Send, status: int, text: str, extra: Sequence[tuple[bytes
 # -- following on threads -------------------------------------------------------------------------------
 
 
+class ReadTurns:
+    """Turns at reading logs, taken by the log streams' reader threads: at most `limit` read at once, the
+    others wait, first come first served. A reader gives its turn back after each `slice` of lines and
+    whenever it waits for its page to take what it holds, so 50 pages opened on a 1M-line log each get
+    their first lines within a round of slices, while at most `limit` threads contend with the event loop
+    for the GIL (50 at once left `/api/jobs` unanswered for a minute). A reader that has waited `idle`
+    seconds for its next line (at the end of a running job's output) reads nothing meanwhile: its turn
+    counts as free, so the followers of quiet running jobs never keep the other pages from their logs."""
+
+    def __init__(self, limit: int = DEFAULT_LOG_READERS, slice: int = LOG_BATCH, idle: float = TURN_IDLE) -> None:
+        self.limit = limit
+        self.slice = slice
+        self.idle = idle
+        self.holders: set[Pipe] = set()
+        self._queue: collections.deque[object] = collections.deque()
+        self._cond = threading.Condition()
+
+    def _reading(self) -> int:
+        """Holders reading now: not waiting for a next line for `idle` seconds or more."""
+        now = time.monotonic()
+        return sum(1 for p in self.holders if p.next_since is None or now - p.next_since < self.idle)
+
+    def take(self, pipe: Pipe) -> bool:
+        """Wait for a turn for `pipe`'s reader; False: the pipe was stopped meanwhile."""
+        with self._cond:
+            ticket = object()
+            self._queue.append(ticket)
+            while not (self._queue[0] is ticket and self._reading() < self.limit):
+                if pipe.stopped.is_set():
+                    self._queue.remove(ticket)
+                    self._cond.notify_all()
+                    return False
+                # Woken by a turn given back, or after `idle`: a holder may have gone idle meanwhile.
+                self._cond.wait(self.idle)
+            self._queue.popleft()
+            self.holders.add(pipe)
+            self._cond.notify_all()
+            return True
+
+    def give_back(self, pipe: Pipe) -> None:
+        with self._cond:
+            self.holders.discard(pipe)
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Let waiting readers look at their `stopped` again."""
+        with self._cond:
+            self._cond.notify_all()
+
+
 class Pipe:
     """Items from a blocking iterator on a thread of its own, handed to the event loop in batches.
 
@@ -191,9 +251,16 @@ class Pipe:
     held 2.9 GB.)"""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, limit: int = LOG_BUFFER_LINES, limit_bytes: int = LOG_BUFFER_BYTES
+        self,
+        loop: asyncio.AbstractEventLoop,
+        limit: int = LOG_BUFFER_LINES,
+        limit_bytes: int = LOG_BUFFER_BYTES,
+        turns: ReadTurns | None = None,
     ) -> None:
         self.loop = loop
+        self.turns = turns
+        self.next_since: float | None = None
+        """Since when its reader has waited for the iterator's next item (None: it is not waiting)."""
         self.items: collections.deque[Any] = collections.deque()
         self.limit = limit
         self.limit_bytes = limit_bytes
@@ -207,13 +274,30 @@ class Pipe:
 
     def run(self, iterator: Callable[[], Iterator[Any]], name: str) -> Pipe:
         def pump() -> None:
+            turns, held, count = self.turns, False, 0
             try:
-                for item in iterator():
-                    if self.stopped.is_set() or not self.put(item):
+                items = iter(iterator())
+                while not self.stopped.is_set():
+                    if turns is not None and not held:
+                        if not turns.take(self):
+                            break
+                        held, count = True, 0
+                    self.next_since = time.monotonic()
+                    item = next(items, _END)
+                    self.next_since = None
+                    if item is _END or self.stopped.is_set():
+                        break
+                    count += 1
+                    if held and turns is not None and (count >= turns.slice or not self.has_room(item)):
+                        turns.give_back(self)  # its slice is used, or it is about to wait for its page
+                        held = False
+                    if not self.put(item):
                         break
             except BaseException as exc:  # shown to the viewer, not lost on a thread
                 self.error = exc
             finally:
+                if held and turns is not None:
+                    turns.give_back(self)
                 self.done = True
                 self._notify()
 
@@ -227,12 +311,18 @@ class Pipe:
             return len(item[2]) + 64
         return 64
 
+    def has_room(self, item: Any) -> bool:
+        """Whether `put(item)` would hold it at once. One item always fits an empty pipe, however large: a
+        line longer than the bound still goes."""
+        if not self.items:
+            return True
+        return len(self.items) < self.limit and self.held_bytes + self.size(item) <= self.limit_bytes
+
     def put(self, item: Any) -> bool:
         """Hold `item` for the stream, once there is room (False: the stream ended while waiting)."""
         weight = self.size(item)
         with self._room:
-            # One item always fits an empty pipe, however large: a line longer than the bound still goes.
-            while self.items and (len(self.items) >= self.limit or self.held_bytes + weight > self.limit_bytes):
+            while not self.has_room(item):
                 if self.stopped.is_set():
                     return False
                 self._room.wait()
@@ -248,6 +338,8 @@ class Pipe:
         with self._room:
             self.stopped.set()
             self._room.notify_all()
+        if self.turns is not None:
+            self.turns.wake()
 
     def _notify(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -285,10 +377,9 @@ class Pipe:
 
 
 class LogReaders:
-    """How many event streams read a log at once (`limit`); the next ones wait, first come first served,
-    while their pages get the job's status and plots. Each reader is a thread that reads, merges and
-    encodes the whole log for its viewer: 50 of them on a 1M-line log held the GIL so that `/api/jobs`
-    took over a minute."""
+    """How many event streams have a log at once (`limit`); the next ones wait, first come first served,
+    while their pages get the job's status and plots. Each such stream holds a reader thread, the files it
+    follows and a buffer (`Pipe`): this bounds them all, whatever the connections."""
 
     def __init__(self, limit: int = DEFAULT_LOG_VIEWERS) -> None:
         self.limit = limit
@@ -489,10 +580,18 @@ SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 class WebView:
     """The app's state: the sources (one per backend), the security guard, the metric trackers."""
 
-    def __init__(self, sources: Sequence[Source], guard: Guard, *, log_viewers: int = DEFAULT_LOG_VIEWERS) -> None:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        guard: Guard,
+        *,
+        log_viewers: int = DEFAULT_LOG_VIEWERS,
+        log_readers: int = DEFAULT_LOG_READERS,
+    ) -> None:
         self.sources = {s.name: s for s in sources}
         self.guard = guard
         self.readers = LogReaders(log_viewers)
+        self.turns = ReadTurns(log_readers)
         self.any_change = ChangeFeed()
         self.trackers: dict[tuple[str, str], MetricsTracker] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -680,7 +779,7 @@ class WebView:
             return (line_event(r, grep) for r in records)
 
         def start_log() -> Pipe:
-            pipe = Pipe(loop)
+            pipe = Pipe(loop, turns=self.turns)
             assert filters is not None
             log_filter = dict(filters)
             if isinstance(grep, TimedGrep):

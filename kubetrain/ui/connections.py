@@ -56,12 +56,16 @@ ACCEPT_BATCH = 128
 LISTEN_QUEUE = 2048
 """Connections the kernel holds for the server to accept: a burst longer than this drops handshakes, which
 the clients retry only after a second."""
-DEFAULT_LOG_VIEWERS = 16
-"""Event streams reading a job's log at once, at most (`--max-log-viewers`): each reads, merges and encodes
-the log on a thread of its own, and the next ones wait for their turn (`app.LogReaders`)."""
-LOG_BUFFER_LINES = 8000
+DEFAULT_LOG_VIEWERS = 64
+"""Event streams with a job's log at once, at most (`--max-log-viewers`): each has a reader thread and a
+buffer (`LOG_BUFFER_*`); the next ones wait for one of those to end (`app.LogReaders`)."""
+DEFAULT_LOG_READERS = 4
+"""Reader threads reading a log at once, at most (`--log-readers`), in slices of lines (`app.ReadTurns`)."""
+LOG_BATCH_LINES = 2000
+"""Lines per event of a log's stream at most, and a reader's turn (`app.ReadTurns`)."""
+LOG_BUFFER_LINES = 2 * LOG_BATCH_LINES
 """Lines a log's event stream holds for its page at most: its reader waits while they are there (`app.Pipe`)."""
-LOG_BUFFER_BYTES = 4 << 20
+LOG_BUFFER_BYTES = 2 << 20
 """Bytes of text a log's event stream holds for its page at most (a longer line is held alone)."""
 NOTE_EVERY = 10.0
 """Seconds between two notes on stderr of one kind (connections refused, closed, out of files)."""
@@ -72,10 +76,14 @@ class ConnectionLimits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     log_viewers: int = DEFAULT_LOG_VIEWERS
+    log_readers: int = DEFAULT_LOG_READERS
 
 
 def effective_limits(
-    max_connections: int | None, idle_timeout: float, log_viewers: int = DEFAULT_LOG_VIEWERS
+    max_connections: int | None,
+    idle_timeout: float,
+    log_viewers: int = DEFAULT_LOG_VIEWERS,
+    log_readers: int = DEFAULT_LOG_READERS,
 ) -> tuple[ConnectionLimits, str | None]:
     """The limits to serve with: the open-file limit raised as far as allowed, and the cap (the default when
     None) lowered to what that leaves room for (`connection_cap`); with a warning when a cap asked for was
@@ -83,14 +91,14 @@ def effective_limits(
     files = raise_open_file_limit()
     room = connection_cap(files)
     if max_connections is None:
-        return ConnectionLimits(min(DEFAULT_MAX_CONNECTIONS, room), idle_timeout, log_viewers), None
+        return ConnectionLimits(min(DEFAULT_MAX_CONNECTIONS, room), idle_timeout, log_viewers, log_readers), None
     if max_connections <= room:
-        return ConnectionLimits(max_connections, idle_timeout, log_viewers), None
+        return ConnectionLimits(max_connections, idle_timeout, log_viewers, log_readers), None
     warning = (
         f"warning: --max-connections {max_connections} leaves too few of the {files} files this process may "
         f"open (ulimit -n) for the logs and the store: at most {room} connections at once"
     )
-    return ConnectionLimits(room, idle_timeout, log_viewers), warning
+    return ConnectionLimits(room, idle_timeout, log_viewers, log_readers), warning
 
 
 def raise_open_file_limit() -> int:
@@ -301,9 +309,11 @@ def protocol_class(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 __all__ = [
     "ACCEPT_BATCH",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_LOG_READERS",
     "DEFAULT_LOG_VIEWERS",
     "DEFAULT_MAX_CONNECTIONS",
     "LISTEN_QUEUE",
+    "LOG_BATCH_LINES",
     "LOG_BUFFER_BYTES",
     "LOG_BUFFER_LINES",
     "ConnectionLimits",

@@ -19,6 +19,7 @@ from .app import WebView
 from .connections import (
     ACCEPT_BATCH,
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LOG_READERS,
     DEFAULT_LOG_VIEWERS,
     ConnectionLimits,
     Listener,
@@ -109,16 +110,19 @@ def serve(
     max_connections: int | None = None,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     log_viewers: int = DEFAULT_LOG_VIEWERS,
+    log_readers: int = DEFAULT_LOG_READERS,
 ) -> int:
     """Serve until interrupted; the exit status: 130 after Ctrl-C, 143 after SIGTERM (as any command those
     signals end; under the CLI's handlers, `cli.signals`), 0 when stopped otherwise. The port is bound
     first, then the address (with its token) is printed once. At most
     `max_connections` at once (default: `DEFAULT_MAX_CONNECTIONS`, lowered below the open-file limit), at
-    most `log_viewers` of them reading a log at once."""
-    limits, lowered = effective_limits(max_connections, idle_timeout, log_viewers)
+    most `log_viewers` of them with a log at once, `log_readers` reader threads reading at once."""
+    limits, lowered = effective_limits(max_connections, idle_timeout, log_viewers, log_readers)
     sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
-    view = WebView([Source(b) for b in backends], guard, log_viewers=limits.log_viewers)
+    view = WebView(
+        [Source(b) for b in backends], guard, log_viewers=limits.log_viewers, log_readers=limits.log_readers
+    )
     server = _server(_config(view, limits), view)
     print(
         f"kubetrain ui: serving {', '.join(b.name for b in backends)} jobs at {address(host, port, guard.token)}",
@@ -166,7 +170,9 @@ class Background:
         self.host, self.port = host, int(self.sock.getsockname()[1])
         self.guard = Guard.for_bind(host, self.port, token)
         limits = limits or ConnectionLimits()
-        self.view = WebView([Source(b) for b in backends], self.guard, log_viewers=limits.log_viewers)
+        self.view = WebView(
+            [Source(b) for b in backends], self.guard, log_viewers=limits.log_viewers, log_readers=limits.log_readers
+        )
         self.server = uvicorn.Server(_config(self.view, limits))
         self._thread = threading.Thread(target=self._run, name="kubetrain-ui", daemon=True)
 

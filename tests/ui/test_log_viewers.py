@@ -20,7 +20,7 @@ from kubetrain.ui.connections import LOG_BUFFER_LINES, ConnectionLimits
 from kubetrain.ui.server import Background
 from tests.support.helpers import exec_job, no_process_left_behind, wait_for  # noqa: F401 (an autouse fixture)
 from tests.ui.browsing import text, until
-from tests.ui.helpers import TOKEN, Events
+from tests.ui.helpers import TOKEN, Events, gated_job, release
 
 LINES = 100_000
 BIG = f"""import sys
@@ -108,6 +108,40 @@ def test_past_the_cap_a_viewer_waits_its_turn_told_so(local: LocalBackend, big_l
         wait_for("the readers to leave", lambda: bg.view.readers.reading == 0)
         with Events(f"{bg.url}/jobs/local/{big_log}/events") as fresh:
             assert count_to_end(fresh)[0] == LINES
+
+
+def test_readers_take_turns_and_a_reader_waiting_for_its_page_gives_its_turn(
+    local: LocalBackend, big_log: str
+) -> None:
+    """One reader at a time (`log_readers=1`): three pages that stop reading each got their first lines, so
+    a reader whose page holds its buffer full gave its turn to the next; and all three read to the end."""
+    with Background([local], token=TOKEN, limits=ConnectionLimits(log_readers=1)) as bg:
+        viewers = [stalled(bg, big_log) for _ in range(3)]
+        try:
+            assert bg.view.turns.limit == 1
+            for viewer in viewers:
+                assert count_to_end(viewer)[1][-1] == "end"
+        finally:
+            for viewer in viewers:
+                viewer.close()
+
+
+def test_a_reader_at_the_end_of_a_running_jobs_output_takes_no_turn(
+    local: LocalBackend, big_log: str, tmp_path: Path
+) -> None:
+    """One reader at a time: a page following a running job that prints nothing more holds its reader at
+    the end of the output; another page's log still comes."""
+    job = gated_job(local, tmp_path, gates=1)
+    with Background([local], token=TOKEN, limits=ConnectionLimits(log_readers=1)) as bg:
+        try:
+            local.resume(job.job_id)
+            with Events(f"{bg.url}/jobs/local/{job.job_id}/events") as follower:
+                follower.until("lines")  # at the end of its output: waiting for a next line
+                with Events(f"{bg.url}/jobs/local/{big_log}/events") as other:
+                    lines, names = count_to_end(other)
+                    assert lines == LINES and names[-1] == "end"
+        finally:
+            release(job)
 
 
 def test_the_page_says_its_log_waits_its_turn_then_shows_it(browser: Any, local: LocalBackend, big_log: str) -> None:

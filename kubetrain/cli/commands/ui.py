@@ -19,8 +19,10 @@ from ...contract.choices import DEFAULT_BACKEND
 from ...contract.env_names import UI_TOKEN
 from ...ui.connections import (
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LOG_READERS,
     DEFAULT_LOG_VIEWERS,
     DEFAULT_MAX_CONNECTIONS,
+    LOG_BATCH_LINES,
     LOG_BUFFER_BYTES,
     LOG_BUFFER_LINES,
 )
@@ -47,9 +49,12 @@ limits (anyone who can connect meets them, token or not; see docs/ui.md):
   --max-connections: at most that many at once, and never more than half of the open files left after 256
   (the open-file limit is raised to its hard limit at start where allowed). Over it, the connection idle
   longest is closed; when all of them are busy, a new one is answered 503.
-  --max-log-viewers: at most that many pages read a job's log at once (each reads and encodes the whole log
-  on a thread of its own); the next ones show the job's status and plots at once and their log when one of
-  those is closed or has read its log to the end (the page says it waits).
+  --max-log-viewers: at most that many pages have a job's log open at once (each holds a reader thread and
+  a buffer); the next ones show the job's status and plots at once and their log when one of those is
+  closed or has read its log to the end (the page says it waits).
+  --log-readers: of those, at most that many threads read at once, taking turns by {LOG_BATCH_LINES:,} lines,
+  so many pages on a big log each get their first lines soon and the server still answers; a reader waiting
+  at the end of a running job's output takes no turn.
   A log's stream holds at most {LOG_BUFFER_LINES:,} lines or {LOG_BUFFER_BYTES >> 20} MiB for its page
   (fixed): past that it reads on once the page has taken some, so a slow page costs that much and no more,
   and no line is left out.
@@ -100,8 +105,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         default=DEFAULT_LOG_VIEWERS,
-        help="pages reading a job's log at once, at most; the next ones wait their turn "
+        help="pages with a job's log open at once, at most; the next ones wait their turn "
         f"(default: {DEFAULT_LOG_VIEWERS})",
+    )
+    p.add_argument(
+        "--log-readers",
+        type=int,
+        metavar="N",
+        default=DEFAULT_LOG_READERS,
+        help=f"threads reading logs at once, in turns (default: {DEFAULT_LOG_READERS})",
     )
     add_backend(p, "ui", help_text=f"whose jobs to show; repeat for several (default: {DEFAULT_BACKEND})", several=True)
 
@@ -147,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--max-connections {args.max_connections}: give a number from 1", code=2)
     if args.max_log_viewers < 1:
         raise CliError(f"--max-log-viewers {args.max_log_viewers}: give a number from 1", code=2)
+    if args.log_readers < 1:
+        raise CliError(f"--log-readers {args.log_readers}: give a number from 1", code=2)
     if not 0 < args.idle_timeout < 86400:
         raise CliError(f"--idle-timeout {args.idle_timeout:g}: give seconds above 0 and below a day", code=2)
     token = chosen_token(args)
@@ -163,4 +177,5 @@ def run(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             idle_timeout=args.idle_timeout,
             log_viewers=args.max_log_viewers,
+            log_readers=args.log_readers,
         )
