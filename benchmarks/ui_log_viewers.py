@@ -2,14 +2,14 @@
 
     .venv/bin/python benchmarks/ui_log_viewers.py [--lines 1000000] [--viewers 50] [--hold 10]
 
-A local job prints `--lines` lines (about 60 bytes each, in one log file: no rotation) and ends. `kubetrain ui` then runs as a process of
-its own, its settings the defaults, and `--viewers` clients open the job page's event stream at once, as
-that many tabs would (bearer token, no filter: the whole log). Each client reads until its first `lines`
-event (time to first line), then reads nothing for `--hold` seconds (a slow viewer: a tab in the
-background, a slow network), then reads its stream to the log's end. Reported: the server's RSS (idle,
-peak while held, peak overall: VmHWM), `/api/jobs` answered during the hold, the time to the stream's
-first byte, to its first line and to the end (median and slowest), and whether every viewer got every line.
-`--ui-args "--max-log-viewers 64"` measures another setting.
+A local job prints `--lines` lines (about 60 bytes each, one log file: no rotation) and ends. `kubetrain ui`
+then runs as a process of its own, its settings the defaults, and `--viewers` clients open the job page's
+event stream at once, as that many tabs would (bearer token, no filter: the whole log). Each client reads
+until its first `lines` event (time to first line), then reads nothing for `--hold` seconds (a slow
+viewer: a tab in the background, a slow network), then reads its stream to the log's end. Reported: the
+server's RSS (idle, peak while held, peak overall: VmHWM), `/api/jobs` answered during the hold, the
+time to the stream's first byte, to its first line and to the end (median and slowest), and whether every
+viewer got every line. `--ui-args "--log-readers 8"` measures another setting.
 """
 
 from __future__ import annotations
