@@ -7,9 +7,9 @@ then runs as a process of its own, its settings the defaults, and `--viewers` cl
 event stream at once, as that many tabs would (bearer token, no filter: the whole log). Each client reads
 until its first `lines` event (time to first line), then reads nothing for `--hold` seconds (a slow
 viewer: a tab in the background, a slow network), then reads its stream to the log's end. Reported: the
-server's RSS (idle, peak while held, peak overall: VmHWM), `/api/jobs` answered during the hold, the
-time to the stream's first byte, to its first line and to the end (median and slowest), and whether every
-viewer got every line. `--ui-args "--log-readers 8"` measures another setting.
+server's RSS (idle, peak while held, peak overall: VmHWM), `/api/jobs` answered during the hold and 5 s
+after it (the viewers reading), the time to the stream's first byte, to its first line and to the end
+(median and slowest), and whether every viewer got every line. `--ui-args "--log-readers 8"` measures another setting.
 """
 
 from __future__ import annotations
@@ -124,8 +124,15 @@ async def run_viewers(port: int, job_id: str, count: int, hold: float, pid: int)
     except OSError as exc:
         answer = f"no answer after {time.perf_counter() - t:.1f} s ({exc.__class__.__name__})"
     held.set()
+    await asyncio.sleep(min(hold, 5.0))  # the 50 reading now
+    t = time.perf_counter()
+    try:
+        reply = await asyncio.to_thread(request, f"http://127.0.0.1:{port}/api/jobs")
+        reading = f"{reply.status} in {(time.perf_counter() - t) * 1000:.0f} ms"
+    except OSError as exc:
+        reading = f"no answer after {time.perf_counter() - t:.1f} s ({exc.__class__.__name__})"
     await asyncio.gather(*tasks, return_exceptions=True)
-    return viewers, answer, held_peak
+    return viewers, f"{answer}; while they read: {reading}", held_peak
 
 
 def main() -> int:
