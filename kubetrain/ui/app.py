@@ -13,7 +13,9 @@ Routes (every one but the page addresses and `/static/` needs `Authorization: Be
   new plot URLs; `lines`, then `end` or `failed`: the merged output with those filters, followed, after
   the page's last line with `after`, none with `log=off`). One stream per page: a browser holds at most 6
   connections to one host for all its tabs.
-- `GET .../plot.svg?name=METRIC&x=step|time&scale=linear|log`: a plot. `GET .../detail.json`, `GET /api/jobs`: the data.
+- `GET .../plot.svg?name=METRIC&x=step|time&scale=linear|log`: a plot;
+  `GET .../metrics?name=METRIC&format=lines|csv|json`: its samples (`lines`: a line per series and attempt,
+  for the interactive plot). `GET .../detail.json`, `GET /api/jobs`: the data.
 - `POST .../{cancel|suspend|resume|delete}`: an action (from this origin, when a browser says where from).
 
 Blocking backend calls run in threads; followers of logs and metrics run on threads of their own and hand
@@ -29,6 +31,7 @@ import asyncio
 import collections
 import contextlib
 import copy
+import io
 import json
 import re
 import threading
@@ -59,8 +62,9 @@ from starlette.staticfiles import StaticFiles
 from ..contract.errors import KubetrainError
 from ..contract.grep_bounds import GrepRefused, check_size
 from ..contract.logs import LogRecord, SearchTooSlow
+from ..metrics.csv_rows import write_csv
 from ..terminal import sanitize
-from . import pages, svg
+from . import pages, plot_data, svg
 from .changes import ChangeFeed
 from .connections import (
     DEFAULT_LOG_READERS,
@@ -879,6 +883,22 @@ class WebView:
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 
+    async def metric_samples(self, source: Source, job_id: str, name: str) -> list[Any]:
+        """Metric `name`'s samples, from the job's tracker, which reads the job's metrics once (and follows a
+        running job's while a page views it) and keeps them by name: a request takes its metric's samples
+        and looks at no other metric's (a job may log thousands). A running job nobody views is read whole
+        each time (no follower to keep its tracker current); an ended one once, into its tracker."""
+        tracker = self.trackers.get((source.name, job_id))
+        if tracker is None or not (tracker.running or tracker.samples):
+            detail = await asyncio.to_thread(source.detail, job_id)
+            if detail.row.phase not in ENDED:
+                every = await asyncio.to_thread(lambda: list(source.metrics(job_id)))
+                return [s for s in every if s.name == name]
+            tracker = self.tracker(source, detail.row.id)
+            if not tracker.running and not tracker.samples:
+                await asyncio.to_thread(tracker.load, source, detail.row.id)
+        return tracker.of(name)
+
     async def metric_svg(self, request: Request) -> Response:
         # The metric's name is a parameter, not a path segment: a name may hold `/`, `?` or a newline
         # (`kubetrain.metrics.log(**{"eval/loss": ...})` is common) and a path segment cannot.
@@ -889,13 +909,39 @@ class WebView:
             return JSONResponse({"error": "which metric? give ?name=<metric>"}, status_code=400)
         x = "time" if request.query_params.get("x") == "time" else "step"
         scale = "log" if request.query_params.get("scale") == "log" else "linear"
-        tracker = self.trackers.get((source.name, job_id))
-        if tracker is not None and (tracker.running or tracker.samples):
-            samples = tracker.snapshot()
-        else:
-            samples = await asyncio.to_thread(lambda: list(source.metrics(job_id)))
+        try:
+            samples = await self.metric_samples(source, job_id, name)
+        except KubetrainError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=_status(exc))
         body = await asyncio.to_thread(svg.plot, samples, name, x, scale)
         return Response(body, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+
+    async def metric_data(self, request: Request) -> Response:
+        """`GET .../metrics?name=METRIC&format=lines|csv|json`: one metric's samples, as the interactive plot
+        draws them (`plot_data`), or every kept sample as `kubetrain metrics ID -o csv|json` gives them."""
+        source = self.source(request)
+        job_id = request.path_params["job_id"]
+        name = request.query_params.get("name")
+        fmt = request.query_params.get("format", "lines")
+        if not name:
+            return JSONResponse({"error": "which metric? give ?name=<metric>"}, status_code=400)
+        if fmt not in ("lines", "csv", "json"):
+            return JSONResponse({"error": f"format {fmt!r}: one of lines, csv, json"}, status_code=400)
+        try:
+            samples = await self.metric_samples(source, job_id, name)
+        except KubetrainError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=_status(exc))
+        samples.sort(key=lambda s: s.time)  # as `kubetrain metrics` gives them: in time order
+        headers = {"Cache-Control": "no-store"}
+        if fmt == "lines":
+            return JSONResponse({"name": name, "lines": plot_data.plot_series(samples)}, headers=headers)
+        filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{job_id}-{name}")[:120]
+        headers["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+        if fmt == "json":
+            return JSONResponse([s.to_dict() for s in samples], headers=headers)
+        out = io.StringIO()
+        write_csv(samples, out)
+        return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
     async def action(self, request: Request) -> Response:
         source = self.source(request)
@@ -922,6 +968,7 @@ class WebView:
             Route(job + "/detail.json", self.detail_json),
             Route(job + "/events", self.job_events),
             Route(job + "/plot.svg", self.metric_svg),
+            Route(job + "/metrics", self.metric_data),
             Route(job + "/{action}", self.action, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ]

@@ -3,6 +3,7 @@ its `metrics` events read them here)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections.abc import Iterable, Iterator
@@ -64,33 +65,48 @@ def _finite(sample: MetricSample) -> bool:
 
 
 class Samples:
-    """The samples a tracker keeps, by (metric, series): sized and iterable like the list it replaces, its
-    length counted without copying (each `metrics` event says it)."""
+    """The samples a tracker keeps, indexed by metric name, then series: sized and iterable like the list it
+    replaces, its length counted without copying (each `metrics` event says it).
+
+    Why the index: a job may log thousands of metrics, and a plot shows one. A plot's request takes its
+    metric's samples (`of`) without looking at any other metric's; the names are kept sorted as they come, so
+    a `metrics` event costs no sort either."""
 
     def __init__(self, samples: Iterable[Any] = ()) -> None:
-        self.series: dict[tuple[str, str], Thinned] = {}
+        self.by_name: dict[str, dict[str, Thinned]] = {}
+        self.sorted_names: list[str] = []
         self.count = 0
         for s in samples:
             self.add(s)
 
     def add(self, sample: Any) -> None:
-        key = (str(sample.name), series_label(sample))
-        one = self.series.get(key)
+        name = str(sample.name)
+        lines = self.by_name.get(name)
+        if lines is None:
+            lines = self.by_name[name] = {}
+            bisect.insort(self.sorted_names, name)
+        label = series_label(sample)
+        one = lines.get(label)
         if one is None:
-            one = self.series[key] = Thinned()
+            one = lines[label] = Thinned()
         before = len(one)
         one.add(sample)
         self.count += len(one) - before
 
     def names(self) -> list[str]:
-        return sorted({name for name, _ in self.series})
+        return list(self.sorted_names)
+
+    def of(self, name: str) -> list[Any]:
+        """The kept samples of metric `name` (every series), [] for a name never logged."""
+        return [s for one in self.by_name.get(name, {}).values() for s in one]
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[Any]:
-        for one in self.series.values():
-            yield from one
+        for lines in self.by_name.values():
+            for one in lines.values():
+                yield from one
 
 
 @dataclass
@@ -110,6 +126,12 @@ class MetricsTracker:
     def snapshot(self) -> list[Any]:
         with self.lock:
             return list(self.samples)
+
+    def of(self, name: str) -> list[Any]:
+        """Metric `name`'s samples (a copy of that metric's only: a plot of one metric among thousands costs
+        what that metric holds)."""
+        with self.lock:
+            return self.samples.of(name)
 
     def follow(self, source: Source, job_id: str) -> None:
         """Read the job's metrics from the start and follow them on a thread, unless already doing so."""

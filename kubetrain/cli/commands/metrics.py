@@ -10,7 +10,6 @@ sample, for scripts; `--tensorboard DIR` writes them as TensorBoard event files.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import queue
@@ -22,9 +21,9 @@ from typing import TextIO
 
 from ...contract.errors import interrupted_status
 from ...contract.pause import pause_point
+from ...metrics.csv_rows import write_csv
 from ...metrics.sample import MetricSample
 from ...metrics.summary import display_name, format_value, series, sparkline
-from ...terminal import escape_controls
 from ..options import add_backend, add_output, open_backend_for
 from ..output import plural, say
 
@@ -125,26 +124,6 @@ def table(samples: Iterable[MetricSample], per_rank: bool = False) -> str:
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows
     )
-
-
-def write_csv(samples: Iterable[MetricSample], out: TextIO, *, escape: bool = False) -> None:
-    """Every sample as a row: time, step, name, value, role, index, rank. `escape`: names and roles with their
-    control characters shown escaped (for a terminal)."""
-    shown = escape_controls if escape else str
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["time", "step", "name", "value", "role", "index", "rank"])
-    for s in samples:
-        writer.writerow(
-            [
-                f"{s.time:.6f}",
-                "" if s.step is None else s.step,
-                shown(s.name),
-                repr(s.value),
-                shown(s.role or ""),
-                "" if s.index is None else s.index,
-                "" if s.rank is None else s.rank,
-            ]
-        )
 
 
 class _Arrivals:

@@ -1,0 +1,128 @@
+"""The web view with many metrics: what one plot costs the server, and how long all of a job's plots take.
+
+    .venv/bin/python benchmarks/bench_metrics_scale.py [--metrics 1000] [--steps 2000] [--plots all|N]
+
+A real local job logs `--metrics` metrics for `--steps` steps (one `kubetrain.metrics.log` call per step,
+2,000,000 samples by default) and ends; `kubetrain ui` then serves it as a process of its own. Measured at
+the server, over sockets, with the token:
+- the job's page (`/content`, which reads the job's metrics once) in ms;
+- a plot (`plot.svg`) and a metric's data (`metrics?name=`): the server's CPU per request (utime + stime of
+  its process, from /proc) and the wall time, the median over 20 different metrics;
+- every plot of the job (`--plots all`) fetched by 6 clients at once (a browser's connections per host): the
+  wall time until the last one has arrived, and the server's CPU for them;
+- the server's RSS after all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_ui import rss_mb, stage, start_server  # noqa: E402
+from tests.ui.helpers import free_port, request  # noqa: E402 (the helpers present TOKEN on every request)
+
+LOGGER = """
+import sys
+import kubetrain.metrics as m
+metrics, steps = int(sys.argv[1]), int(sys.argv[2])
+names = [f"layer{i // 10}/metric{i}" for i in range(metrics)]
+for step in range(steps):
+    m.log(step=step, **{n: (i + 1) / (step + 1) for i, n in enumerate(names)})
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--metrics", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--plots", default="all", help="how many plots to fetch in the 'every plot' round")
+    args = parser.parse_args()
+    started = time.monotonic()
+    directory = Path(tempfile.mkdtemp(prefix="kubetrain-bench-metrics-"))
+    os.environ["KUBETRAIN_HOME"] = str(directory / "home")
+    from kubetrain.backends.local.backend import LocalBackend
+    from kubetrain.jobspec import from_dict
+
+    backend = LocalBackend(preload=())
+    script = directory / "logger.py"
+    script.write_text(LOGGER)
+    doc = {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "many-metrics"},
+        "spec": {
+            "framework": "generic",
+            "replicas": 1,
+            "run": {"exec": [sys.executable, str(script), str(args.metrics), str(args.steps)]},
+        },
+    }
+    job = backend.run(from_dict(doc)).job_id
+    stage(f"job {job} logged {args.metrics} metrics x {args.steps} steps", started)
+    names = [f"layer{i // 10}/metric{i}" for i in range(args.metrics)]
+
+    port = free_port()
+    href = f"http://127.0.0.1:{port}/jobs/local/{job}"
+    rows: list[tuple[str, str]] = []
+    server = start_server(port)
+    try:
+        pid = server.pid
+        t0, c0 = time.perf_counter(), cpu_seconds(pid)
+        page = request(href + "/content")
+        assert page.status == 200, page.body[:300]
+        rows.append(
+            ("job page (reads the metrics once)", f"{(time.perf_counter() - t0) * 1000:.0f} ms, "
+             f"server CPU {cpu_seconds(pid) - c0:.2f} s")
+        )
+
+        def one(path: str) -> tuple[float, float]:
+            t, c = time.perf_counter(), cpu_seconds(pid)
+            answer = request(path)
+            assert answer.status == 200, answer.body[:300]
+            return time.perf_counter() - t, cpu_seconds(pid) - c
+
+        for what, route in (("plot", "plot.svg"), ("metric data (JSON)", "metrics")):
+            if request(f"{href}/{route}?" + urlencode({"name": names[0]})).status != 200:
+                rows.append((f"one {what}", "not served"))
+                continue
+            probe = [one(f"{href}/{route}?" + urlencode({"name": names[i * 37 % len(names)]})) for i in range(20)]
+            wall = statistics.median(w for w, _ in probe) * 1000
+            cpu = statistics.median(c for _, c in probe) * 1000
+            rows.append((f"one {what}: server CPU, wall (median of 20)", f"{cpu:.0f} ms CPU, {wall:.0f} ms"))
+
+        count = len(names) if args.plots == "all" else int(args.plots)
+        stage(f"fetching {count} plots, 6 at a time", started)
+        t, c = time.perf_counter(), cpu_seconds(pid)
+        with ThreadPoolExecutor(6) as pool:
+            list(pool.map(one, [f"{href}/plot.svg?" + urlencode({"name": n}) for n in names[:count]]))
+        rows.append(
+            (f"{count} plots, 6 at a time", f"{time.perf_counter() - t:.1f} s, server CPU {cpu_seconds(pid) - c:.1f} s")
+        )
+        rows.append(("server RSS", f"{rss_mb(pid):.0f} MB"))
+    finally:
+        server.terminate()
+        server.wait(10)
+        backend.close()
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    print(f"(benchmark took {time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
