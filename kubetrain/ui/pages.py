@@ -7,7 +7,8 @@ server sends, so a piece looks the same whichever way it came and every value fr
 messages, replicas' output, the spec) is escaped in one place. The page's script places the pieces it is
 sent; it renders only what streams in as data (log lines, plots) and the text of times, which changes with
 the clock (ages, durations, clock times in the reader's time zone): the one formatter of times is there.
-The pages load no third-party asset: one stylesheet and one script of kubetrain's own, from `/static/`.
+The pages load nothing from elsewhere: kubetrain's stylesheet and script, and the charting library uPlot
+(shipped in the package with its licence), all from `/static/`.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ SHELL = (
     '<html lang="en"><head><meta charset="utf-8">'
     '<meta name="viewport" content="width=device-width, initial-scale=1">'
     "<title>kubetrain</title>"
+    '<link rel="stylesheet" href="/static/uplot.min.css">'
     '<link rel="stylesheet" href="/static/ui.css">'
+    # uPlot (static/uplot.LICENSE), shipped in the package: the page works offline and loads nothing foreign.
+    '<script src="/static/uplot.iife.min.js" defer></script>'
     '<script src="/static/ui.js" defer></script></head>'
     "<body>"
     '<header class="top"><a class="brand" href="/">kubetrain</a>'

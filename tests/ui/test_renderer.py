@@ -68,7 +68,7 @@ INJECTED = """
 return {
   xss: window.__xss === undefined ? null : window.__xss,
   imgs: [...document.querySelectorAll('#view img')].filter(i => !i.classList.contains('plot')).length,
-  scripts: document.scripts.length,
+  scripts: [...document.scripts].map(s => new URL(s.src || 'inline:', location.href).pathname),
 }
 """
 
@@ -90,11 +90,18 @@ def test_markup_from_a_job_is_text_on_its_page_and_in_the_table(
         assert HOSTILE in text(browser, "#failure")  # the failure's last lines
         spec = browser.execute_script("return document.getElementById('spec').textContent")
         assert json.dumps(HOSTILE) in spec  # the spec as JSON: its quotes escaped, its markup text
-        assert browser.execute_script(INJECTED) == {"xss": None, "imgs": 0, "scripts": 1}
+        ours = ["/static/uplot.iife.min.js", "/static/ui.js"]  # the layout's scripts only, both shipped
+        assert browser.execute_script(INJECTED) == {"xss": None, "imgs": 0, "scripts": ours}
+        # The metric's interactive plot names it as text.
+        click = "const i = document.querySelector('#metrics img.plot'); if (i) i.click(); return !!i;"
+        until(browser, "the metric's picture clicked", lambda d: d.execute_script(click))
+        until(browser, "the interactive plot", lambda d: d.execute_script("return !!document.querySelector('.u-over')"))
+        assert text(browser, "#explore-title") == '"><img src=x onerror="window.__xss=3">'
+        assert browser.execute_script(INJECTED) == {"xss": None, "imgs": 0, "scripts": ours}
 
         # A search typed in the address is the search box's text, not markup.
         browser.get(bg.url + "/?q=" + quote('"><img src=x onerror="window.__xss=4">'))
         until(browser, "the table", lambda d: d.execute_script("return !!document.getElementById('job-filters')"))
         value = browser.execute_script("return document.getElementById('job-filters').elements.q.value")
         assert value == '"><img src=x onerror="window.__xss=4">'
-        assert browser.execute_script(INJECTED) == {"xss": None, "imgs": 0, "scripts": 1}
+        assert browser.execute_script(INJECTED) == {"xss": None, "imgs": 0, "scripts": ours}

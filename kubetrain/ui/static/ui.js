@@ -492,6 +492,8 @@
     img.className = "plot";
     img.setAttribute("data-metric", name);
     img.alt = plotAlt(name);
+    img.tabIndex = 0;
+    img.title = "open interactive plot";
     return img;
   }
 
@@ -545,6 +547,7 @@
     plotTimer = 0;
     plotsDrawn = performance.now();
     redrawPlots();
+    loadExplore();
   }
 
   function renderMetrics(d) {
@@ -568,6 +571,8 @@
       var name = img.getAttribute("data-metric");
       plots[name] = img;
       img.alt = plotAlt(name);
+      img.tabIndex = 0;
+      img.title = "open interactive plot";
       var src = img.getAttribute("data-src");
       img.removeAttribute("data-src"); // said again once its picture is shown
       drawPlot(name, src);
@@ -577,6 +582,308 @@
       setQuery({ x: shown.x === "step" ? null : shown.x, scale: shown.scale === "linear" ? null : shown.scale }, true);
       redrawPlots();
     });
+  }
+
+  // -- one metric, interactive: uPlot (static/uplot.iife.min.js) over the metric's data -----------------
+  //
+  // Opened from a metric's picture (click or Enter), named in the address (`plot=`) with its controls, so a
+  // reload or a shared address shows the same. The data is `.../metrics?name=&format=lines`: a line per
+  // series and attempt (plot_data.py), so a restarted job's attempts are lines of their own (never one drawn
+  // across the downtime): the latest attempt by default, the earlier ones faded on `attempts: all`, and on
+  // time axes a dashed mark where each later attempt began. Hover shows every line's value at the cursor;
+  // drag zooms, a double click zooms back out; smoothing is TensorBoard's (an exponential moving average,
+  // debiased); `ranks: mean` draws the mean of the ranks at each step with their min-max as a band.
+
+  var COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
+  var EXPLORE_FIELDS = { ex: "step", ey: "linear", ranks: "each", attempts: "latest", smooth: "0" };
+  var explore = { name: null, lines: null, chart: null, asked: 0, zoomed: false, marks: [] };
+
+  function exploreForm() { return byId("explore-controls"); }
+
+  function exploreView() {
+    var f = exploreForm().elements;
+    return { x: f.ex.value, scale: f.ey.value, ranks: f.ranks.value, attempts: f.attempts.value,
+      smooth: Math.min(0.99, Math.max(0, parseFloat(f.smooth.value) || 0)) };
+  }
+
+  function metricUrl(name, format) {
+    return attr("job") + "/metrics?" + new URLSearchParams({ name: name, format: format }).toString();
+  }
+
+  // TensorBoard's smoothing: each value the moving average of those before it, weighted `weight`, divided
+  // by the weights' sum so far (the first values are not pulled towards 0). A null (NaN, inf) stays a gap.
+  function smoothed(values, weight) {
+    if (!weight) return values.slice();
+    var last = 0, n = 0;
+    return values.map(function (v) {
+      if (v === null) return null;
+      last = last * weight + (1 - weight) * v;
+      n += 1;
+      return last / (1 - Math.pow(weight, n));
+    });
+  }
+
+  // The lines to draw as the controls say: [{label, x: [...], y: [...], color, faded, band?}].
+  function shownLines(view) {
+    var lines = explore.lines || [];
+    if (view.attempts === "latest") lines = lines.filter(function (ln) { return ln.attempt === ln.attempts; });
+    var origin = Infinity;
+    lines.forEach(function (ln) { if (ln.time.length) origin = Math.min(origin, ln.time[0]); });
+    function xs(ln) {
+      if (view.x === "step") return ln.step;
+      if (view.x === "time") return ln.time;
+      return ln.time.map(function (t) { return t - origin; });
+    }
+    var labels = [];
+    lines.forEach(function (ln) { if (labels.indexOf(ln.label) < 0) labels.push(ln.label); });
+    if (view.ranks === "mean") return meanLines(lines, view, xs);
+    return lines.map(function (ln) {
+      var color = COLORS[labels.indexOf(ln.label) % COLORS.length];
+      var many = ln.attempts > 1;
+      return { label: ln.label + (many ? " attempt " + ln.attempt : ""), x: xs(ln), y: ln.value, color: color,
+        faded: ln.attempt < ln.attempts, start: many && ln.attempt > 1 ? xs(ln)[0] : null };
+    });
+  }
+
+  // Per attempt: the mean of every rank's value at each step, and the least and the most of them.
+  function meanLines(lines, view, xs) {
+    var groups = {};
+    lines.forEach(function (ln) { (groups[ln.attempt] = groups[ln.attempt] || []).push(ln); });
+    var out = [];
+    Object.keys(groups).forEach(function (attempt, g) {
+      var at = {};
+      groups[attempt].forEach(function (ln) {
+        var x = xs(ln);
+        ln.step.forEach(function (step, i) {
+          if (step === null || ln.value[i] === null) return;
+          var one = at[step] || (at[step] = { vals: [], xs: [] });
+          one.vals.push(ln.value[i]);
+          one.xs.push(x[i]);
+        });
+      });
+      var steps = Object.keys(at).map(Number).sort(function (a, b) { return a - b; });
+      var x = [], mean = [], lo = [], hi = [];
+      steps.forEach(function (s) {
+        var one = at[s];
+        var sum = one.vals.reduce(function (a, b) { return a + b; }, 0);
+        x.push(one.xs.reduce(function (a, b) { return a + b; }, 0) / one.xs.length);
+        mean.push(sum / one.vals.length);
+        lo.push(Math.min.apply(null, one.vals));
+        hi.push(Math.max.apply(null, one.vals));
+      });
+      var many = Object.keys(groups).length > 1;
+      var color = COLORS[g % COLORS.length];
+      var name = "mean of " + groups[attempt].length + (many ? ", attempt " + attempt : "");
+      var latest = g === Object.keys(groups).length - 1;
+      out.push({ label: name, x: x, y: mean, color: color, faded: !latest, start: many && g > 0 ? x[0] : null });
+      out.push({ label: "min", x: x, y: lo, color: color, faded: true, band: "lo", raw: true });
+      out.push({ label: "max", x: x, y: hi, color: color, faded: true, band: "hi", raw: true });
+    });
+    return out;
+  }
+
+  // A line's points as one table for uPlot.join, sorted by x (x of a step axis may repeat: kept once).
+  function table(line, view) {
+    var ys = line.raw ? line.y : smoothed(line.y, view.smooth);
+    var pairs = [];
+    for (var i = 0; i < line.x.length; i++) {
+      var y = ys[i];
+      if (line.x[i] === null || line.x[i] === undefined) continue;
+      if (view.scale === "log" && y !== null && y <= 0) y = null; // a log axis has no place for it
+      pairs.push([line.x[i], y]);
+    }
+    pairs.sort(function (a, b) { return a[0] - b[0]; });
+    var x = [], y2 = [];
+    pairs.forEach(function (p) {
+      if (x.length && x[x.length - 1] === p[0]) { y2[y2.length - 1] = p[1]; return; }
+      x.push(p[0]);
+      y2.push(p[1]);
+    });
+    return [x, y2];
+  }
+
+  function formatX(view, v) {
+    if (v === null || v === undefined) return "";
+    if (view.x === "time") return new Date(v * 1000).toLocaleTimeString();
+    if (view.x === "relative") return v.toFixed(1) + " s";
+    return String(Math.round(v * 100) / 100);
+  }
+
+  function formatY(v) {
+    if (v === null || v === undefined) return "—";
+    if (v === 0) return "0";
+    var a = Math.abs(v);
+    return a >= 1e5 || a < 1e-3 ? v.toExponential(3) : String(Number(v.toPrecision(5)));
+  }
+
+  // On a sparse line (ranks logging at other times) the cursor's column may hold no sample of it: the
+  // nearest one of that line is shown instead.
+  function nearestIdx(u, si, idx) {
+    var ys = u.data[si];
+    if (ys[idx] !== undefined) return idx;
+    for (var d = 1; d < ys.length; d++) {
+      if (idx - d >= 0 && ys[idx - d] !== undefined) return idx - d;
+      if (idx + d < ys.length && ys[idx + d] !== undefined) return idx + d;
+    }
+    return idx;
+  }
+
+  function sayRange(u, view) {
+    var box = byId("explore-plot");
+    var min = u.scales.x.min, max = u.scales.x.max;
+    box.setAttribute("data-x-min", String(min));
+    box.setAttribute("data-x-max", String(max));
+    byId("explore-range").textContent = (view.x === "step" ? "steps " : "") + formatX(view, min) + " – " +
+      formatX(view, max) + (explore.zoomed ? " (zoomed: double-click to see all)" : " (drag to zoom)");
+  }
+
+  function drawExplore() {
+    if (!explore.lines || !window.uPlot) return;
+    var view = exploreView();
+    var lines = shownLines(view);
+    var box = byId("explore-plot");
+    var width = Math.max(280, box.clientWidth || 600);
+    var tables = lines.map(function (ln) { return table(ln, view); });
+    var data = tables.length ? uPlot.join(tables) : [[]];
+    var series = [{ label: view.x === "step" ? "step" : "time", value: function (u, v) { return formatX(view, v); } }];
+    var bands = [];
+    lines.forEach(function (ln, i) {
+      series.push({
+        label: ln.label, stroke: ln.color, width: ln.band ? 1 : 1.6, alpha: ln.faded ? 0.4 : 1,
+        dash: ln.faded && !ln.band ? [6, 4] : undefined, spanGaps: false, points: { show: false },
+        value: function (u, v) { return formatY(v); },
+      });
+      if (ln.band === "hi") bands.push({ series: [i + 1, i], fill: ln.color + "22" });
+    });
+    explore.marks = lines.filter(function (ln) { return ln.start !== null && ln.start !== undefined; })
+      .map(function (ln) { return ln.start; });
+    var opts = {
+      width: width, height: 300,
+      scales: { x: { time: view.x === "time" }, y: { distr: view.scale === "log" ? 3 : 1 } },
+      series: series, bands: bands,
+      axes: [{}, { size: 70, values: function (u, ticks) { return ticks.map(formatY); } }],
+      cursor: { drag: { x: true, y: false }, dataIdx: nearestIdx },
+      legend: { live: true },
+      hooks: {
+        setSelect: [function (u) { if (u.select.width > 0) explore.zoomed = true; }],
+        setScale: [function (u, key) { if (key === "x") sayRange(u, view); }],
+        draw: [function (u) {
+          if (view.x === "step") return; // a restart's time: where a later attempt began
+          var ctx = u.ctx;
+          ctx.save();
+          ctx.strokeStyle = "#b45309";
+          ctx.setLineDash([4, 4]);
+          explore.marks.forEach(function (x) {
+            var px = u.valToPos(x, "x", true);
+            if (px < u.bbox.left || px > u.bbox.left + u.bbox.width) return;
+            ctx.beginPath();
+            ctx.moveTo(px, u.bbox.top);
+            ctx.lineTo(px, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+          });
+          ctx.restore();
+        }],
+      },
+    };
+    var zoom = explore.zoomed && explore.chart ? { min: explore.chart.scales.x.min, max: explore.chart.scales.x.max } : null;
+    if (explore.chart) explore.chart.destroy();
+    box.textContent = "";
+    explore.chart = new uPlot(opts, data, box);
+    box.uplot = explore.chart; // what is drawn, for a reader of the page (the browser tests read its data)
+    explore.chart.over.addEventListener("dblclick", function () { explore.zoomed = false; sayRange(explore.chart, view); });
+    box.setAttribute("data-lines", String(lines.length));
+    if (zoom) explore.chart.setScale("x", zoom);
+    sayRange(explore.chart, view);
+  }
+
+  // Fetches the metric's lines (again: on its `metrics` events while open) and draws them.
+  function loadExplore() {
+    var name = explore.name;
+    if (!name) return;
+    var asked = ++explore.asked;
+    get(metricUrl(name, "lines")).then(function (response) {
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      return response.json();
+    }).then(function (data) {
+      if (asked !== explore.asked || explore.name !== name) return;
+      explore.lines = data.lines;
+      drawExplore();
+      byId("explore-plot").setAttribute("data-loaded", String(asked));
+    }).catch(function (err) { byId("explore-range").textContent = "could not load " + name + ": " + err; });
+  }
+
+  function openExplore(name) {
+    explore.name = name;
+    explore.lines = null;
+    explore.zoomed = false;
+    byId("explore-title").textContent = name;
+    byId("explore").hidden = false;
+    setQuery({ plot: name }, true);
+    loadExplore();
+  }
+
+  function closeExplore() {
+    explore.name = null;
+    if (explore.chart) { explore.chart.destroy(); explore.chart = null; }
+    byId("explore").hidden = true;
+    setQuery({ plot: null }, true);
+  }
+
+  // The metric's samples as the server writes them (`kubetrain metrics ID -o csv|json`, this metric's rows).
+  function download(format) {
+    var name = explore.name;
+    get(metricUrl(name, format)).then(function (response) {
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      return response.blob();
+    }).then(function (blob) {
+      var a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = (attr("id") + "-" + name).replace(/[^A-Za-z0-9._-]/g, "_") + "." + format;
+      a.id = "download-" + format + "-link";
+      a.hidden = true;
+      document.body.appendChild(a);
+      a.click();
+      setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 60000);
+    }).catch(function (err) { byId("explore-range").textContent = "download failed: " + err; });
+  }
+
+  function explorePanel() {
+    var form = exploreForm();
+    var params = new URLSearchParams(window.location.search);
+    Object.keys(EXPLORE_FIELDS).forEach(function (k) {
+      if (params.get(k)) form.elements[k].value = params.get(k);
+    });
+    form.elements["smooth-value"].value = form.elements.smooth.value;
+    function changed() {
+      var changes = {};
+      Object.keys(EXPLORE_FIELDS).forEach(function (k) {
+        var v = form.elements[k].value;
+        changes[k] = v === EXPLORE_FIELDS[k] ? null : v;
+      });
+      form.elements["smooth-value"].value = form.elements.smooth.value;
+      setQuery(changes, true);
+      drawExplore();
+    }
+    form.addEventListener("input", changed);
+    form.addEventListener("change", changed);
+    byId("explore-close").addEventListener("click", closeExplore);
+    byId("download-csv").addEventListener("click", function () { download("csv"); });
+    byId("download-json").addEventListener("click", function () { download("json"); });
+    var metrics = byId("metrics");
+    function pick(event) {
+      var img = event.target.closest ? event.target.closest("img.plot") : null;
+      if (!img) return;
+      if (event.type === "keydown" && event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      openExplore(img.getAttribute("data-metric"));
+      byId("explore").scrollIntoView({ block: "nearest" });
+    }
+    metrics.addEventListener("click", pick);
+    metrics.addEventListener("keydown", pick);
+    window.addEventListener("resize", function () {
+      if (explore.chart) explore.chart.setSize({ width: Math.max(280, byId("explore-plot").clientWidth), height: 300 });
+    });
+    if (params.get("plot")) openExplore(params.get("plot"));
   }
 
   // -- the log: every line kept as data, only the lines in view drawn -------------------------------------
@@ -918,6 +1225,7 @@
       b.addEventListener("click", function () { act(b); });
     });
     plotsPanel();
+    explorePanel();
     log = makeLog(byId("log"), byId("log-count"), byId("log-follow"));
     var filters = byId("log-filters");
     filters.addEventListener("submit", function (event) {
