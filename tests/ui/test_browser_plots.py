@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 
 from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.ui import app as app_module
 from kubetrain.ui.server import Background
 from tests.support.helpers import exec_job, make_job, no_process_left_behind  # noqa: F401 (an autouse fixture)
 from tests.ui.browsing import text, until
@@ -176,3 +178,37 @@ def test_a_restarted_jobs_attempts_are_lines_apart(browser: Any, local: LocalBac
         browser.get(bg.address(f"/jobs/local/{job}?plot=loss"))
         until(browser, "the interactive plot", loaded)
         assert [(label, n) for label, _, _, n in browser.execute_script(LINES)] == [("worker-0 attempt 2", 20)]
+
+
+MANY = """
+import kubetrain.metrics as m
+for step in range(3):
+    m.log(step=step, **{f"metric{i:03d}": i + step for i in range(300)})
+"""
+
+DRAWN = "return [...document.querySelectorAll('#metrics img.plot')].filter(i => i.src.startsWith('blob:')).length"
+
+
+def test_only_the_pictures_near_the_view_are_fetched(
+    browser: Any, local: LocalBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served: list[str] = []
+    real_plot = app_module.svg.plot
+
+    def counted(samples: Any, name: str, *args: Any) -> str:
+        served.append(name)
+        return real_plot(samples, name, *args)
+
+    monkeypatch.setattr(app_module.svg, "plot", counted)
+    (tmp_path / "many.py").write_text(MANY)
+    job = local.run(exec_job([sys.executable, str(tmp_path / "many.py")], "many")).job_id
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/local/{job}"))
+        until(browser, "the first pictures", lambda d: d.execute_script(DRAWN) > 0)
+        assert browser.execute_script("return document.querySelectorAll('#metrics img.plot').length") == 300
+        # Straight to the last picture: those in between are never in view.
+        browser.execute_script("document.querySelector('#metrics img.plot:last-child').scrollIntoView()")
+        last = "return document.querySelector('#metrics img.plot:last-child').src.startsWith('blob:')"
+        until(browser, "the last picture, once in view", lambda d: d.execute_script(last))
+        assert "metric000" in served and "metric299" in served
+        assert "metric150" not in served and len(set(served)) < 200, sorted(set(served))

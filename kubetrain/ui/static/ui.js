@@ -505,7 +505,28 @@
   // cannot send a header: the picture is fetched with the page's token and shown from a blob: address. It
   // replaces the shown one once loaded, so a growing plot never blinks (one request per redraw), unless a
   // newer one was asked for meanwhile (more samples, or other axes). `data-src` says what the image shows.
+  // Only the pictures in view (or near it) are fetched: a job logging a thousand metrics would otherwise
+  // ask for a thousand pictures at once, and the ones in view would wait behind the rest. A picture out of
+  // view keeps the address it should show (`later`) and is fetched when it comes near.
+  var near = {};
+  var later = {};
+  var seen = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      var name = e.target.getAttribute("data-metric");
+      if (plots[name] !== e.target) return; // a picture since replaced
+      near[name] = e.isIntersecting;
+      if (e.isIntersecting && later[name]) {
+        var src = later[name];
+        delete later[name];
+        drawPlot(name, src);
+      }
+    });
+  }, { rootMargin: "800px 0px" }) : null;
+
+  function watchPicture(img) { if (seen) seen.observe(img); }
+
   function drawPlot(name, src) {
+    if (seen && !near[name]) { later[name] = src; return; }
     if (wanted[name] === src) return;
     wanted[name] = src;
     var alt = plotAlt(name);
@@ -522,7 +543,9 @@
         var shown = plots[name];
         if (shown.parentNode) shown.parentNode.replaceChild(next, shown);
         forgetPicture(shown);
+        if (seen) seen.unobserve(shown);
         plots[name] = next;
+        watchPicture(next);
       };
       next.src = URL.createObjectURL(blob);
     }).catch(function () {
@@ -557,6 +580,7 @@
       if (plots[name]) return;
       plots[name] = plotImg(name);
       box.appendChild(plots[name]);
+      watchPicture(plots[name]);
       drawPlot(name, plotSrc(name));
     });
     byId("no-metrics").hidden = d.names.length > 0;
@@ -575,6 +599,7 @@
       img.title = "open interactive plot";
       var src = img.getAttribute("data-src");
       img.removeAttribute("data-src"); // said again once its picture is shown
+      watchPicture(img);
       drawPlot(name, src);
     });
     byId("plot-controls").addEventListener("change", function () {
