@@ -11,6 +11,10 @@ the server, over sockets, with the token:
 - every plot of the job (`--plots all`) fetched by 6 clients at once (a browser's connections per host): the
   wall time until the last one has arrived, and the server's CPU for them;
 - the server's RSS after all of it.
+
+In Debian's headless chromium (skipped, saying why, where it is not installed), on a new server: the job's
+page opened until the pictures in its first view are drawn, then every picture scrolled into view in turn,
+each waited for until drawn: the time until all of them have been shown.
 """
 
 from __future__ import annotations
@@ -44,6 +48,44 @@ for step in range(steps):
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+DRAWN = "return [...document.querySelectorAll('#metrics img.plot')].map(i => i.src.startsWith('blob:'))"
+IN_VIEW = """
+return [...document.querySelectorAll('#metrics img.plot')].filter(i => {
+  const r = i.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight;
+}).every(i => i.src.startsWith('blob:'))
+"""
+
+
+def in_browser(port: int, job: str, rows: list[tuple[str, str]]) -> None:
+    from tests.support.browser import headless_chromium
+    from tests.ui.browsing import until
+    from tests.ui.helpers import TOKEN
+
+    server = start_server(port)
+    try:
+        with headless_chromium() as driver:
+            t = time.perf_counter()
+            driver.get(f"http://127.0.0.1:{port}/jobs/local/{job}#token={TOKEN}")
+            until(driver, "the pictures", lambda d: len(d.execute_script(DRAWN)) > 0 and d.execute_script(IN_VIEW))
+            rows.append(("browser: page opened, its first view of plots drawn", f"{time.perf_counter() - t:.1f} s"))
+            count = len(driver.execute_script(DRAWN))
+            for i in range(count):
+                driver.execute_script(
+                    "document.querySelectorAll('#metrics img.plot')[arguments[0]].scrollIntoView()", i
+                )
+                until(driver, f"picture {i}", lambda d: d.execute_script(IN_VIEW))
+            drawn = sum(driver.execute_script(DRAWN))
+            rows.append(
+                (
+                    f"browser: all {count} plots shown (each scrolled to)",
+                    f"{time.perf_counter() - t:.1f} s, {drawn} drawn",
+                )
+            )
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def main() -> int:
@@ -85,8 +127,10 @@ def main() -> int:
         page = request(href + "/content")
         assert page.status == 200, page.body[:300]
         rows.append(
-            ("job page (reads the metrics once)", f"{(time.perf_counter() - t0) * 1000:.0f} ms, "
-             f"server CPU {cpu_seconds(pid) - c0:.2f} s")
+            (
+                "job page (reads the metrics once)",
+                f"{(time.perf_counter() - t0) * 1000:.0f} ms, server CPU {cpu_seconds(pid) - c0:.2f} s",
+            )
         )
 
         def one(path: str) -> tuple[float, float]:
@@ -116,6 +160,16 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(10)
+    from benchmarks import browser_timing
+
+    missing = browser_timing.available()
+    try:
+        if missing is None:
+            stage("in chromium", started)
+            in_browser(port, job, rows)
+        else:
+            rows.append(("browser measurements", f"skipped ({missing})"))
+    finally:
         backend.close()
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
