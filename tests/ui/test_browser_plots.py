@@ -212,3 +212,32 @@ def test_only_the_pictures_near_the_view_are_fetched(
         until(browser, "the last picture, once in view", lambda d: d.execute_script(last))
         assert "metric000" in served and "metric299" in served
         assert "metric150" not in served and len(set(served)) < 200, sorted(set(served))
+
+
+def lr_job(local: LocalBackend, tmp: Path, name: str, scale: float) -> str:
+    script = tmp / f"{name}.py"
+    script.write_text(f"import kubetrain.metrics as m\nfor s in range(20): m.log(step=s, loss={scale} / (s + 1))\n")
+    return local.run(exec_job([sys.executable, str(script)], name)).job_id
+
+
+def test_two_jobs_compared_on_one_plot(browser: Any, local: LocalBackend, tmp_path: Path) -> None:
+    first, second = lr_job(local, tmp_path, "lr-a", 10.0), lr_job(local, tmp_path, "lr-b", 30.0)
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address(f"/jobs/local/{first}?plot=loss&with={second}"))
+        until(browser, "the interactive plot", loaded)
+        lines = browser.execute_script(LINES)
+        assert [(label, n) for label, _, _, n in lines] == [(f"{first} worker-0", 20), (f"{second} worker-0", 20)]
+        colors = browser.execute_script(
+            "return document.getElementById('explore-plot').uplot.series.slice(1).map(s => s._stroke || s.stroke)"
+        )
+        assert len(set(map(str, colors))) == 2
+        legend = hover_step(browser, 4)
+        assert legend[f"{first} worker-0"] == "2" and legend[f"{second} worker-0"] == "6", legend
+        # Typed in the page: another job added, and one that does not exist is said, the others drawn.
+        field = browser.find_element("css selector", "#explore-controls [name=with]")
+        field.clear()
+        field.send_keys(f"{second}, local/nope\n")
+        browser.execute_script("document.querySelector('#explore-controls [name=with]').blur()")
+        until(browser, "the missing job said", lambda d: "nope: HTTP 404" in text(d, "#explore-range"))
+        assert len(browser.execute_script(LINES)) == 2
+        assert "with=" in browser.execute_script("return location.search")

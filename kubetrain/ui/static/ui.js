@@ -620,8 +620,8 @@
   // debiased); `ranks: mean` draws the mean of the ranks at each step with their min-max as a band.
 
   var COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
-  var EXPLORE_FIELDS = { ex: "step", ey: "linear", ranks: "each", attempts: "latest", smooth: "0" };
-  var explore = { name: null, lines: null, chart: null, asked: 0, zoomed: false, marks: [] };
+  var EXPLORE_FIELDS = { ex: "step", ey: "linear", ranks: "each", attempts: "latest", smooth: "0", "with": "" };
+  var explore = { name: null, sets: null, chart: null, asked: 0, zoomed: false, marks: [] };
 
   function exploreForm() { return byId("explore-controls"); }
 
@@ -648,30 +648,41 @@
     });
   }
 
-  // The lines to draw as the controls say: [{label, x: [...], y: [...], color, faded, band?}].
+  // The lines to draw as the controls say: [{label, x: [...], y: [...], color, faded, band?}]. Compared
+  // with other jobs, each job has a colour of its own and its lines are named by the job; relative time
+  // then counts from each job's own start, so the runs lie over each other.
   function shownLines(view) {
-    var lines = explore.lines || [];
-    if (view.attempts === "latest") lines = lines.filter(function (ln) { return ln.attempt === ln.attempts; });
-    var origin = Infinity;
-    lines.forEach(function (ln) { if (ln.time.length) origin = Math.min(origin, ln.time[0]); });
-    function xs(ln) {
-      if (view.x === "step") return ln.step;
-      if (view.x === "time") return ln.time;
-      return ln.time.map(function (t) { return t - origin; });
-    }
-    var labels = [];
-    lines.forEach(function (ln) { if (labels.indexOf(ln.label) < 0) labels.push(ln.label); });
-    if (view.ranks === "mean") return meanLines(lines, view, xs);
-    return lines.map(function (ln) {
-      var color = COLORS[labels.indexOf(ln.label) % COLORS.length];
-      var many = ln.attempts > 1;
-      return { label: ln.label + (many ? " attempt " + ln.attempt : ""), x: xs(ln), y: ln.value, color: color,
-        faded: ln.attempt < ln.attempts, start: many && ln.attempt > 1 ? xs(ln)[0] : null };
+    var sets = explore.sets || [];
+    var out = [];
+    sets.forEach(function (set, j) {
+      var lines = set.lines || [];
+      if (view.attempts === "latest") lines = lines.filter(function (ln) { return ln.attempt === ln.attempts; });
+      var origin = Infinity;
+      lines.forEach(function (ln) { if (ln.time.length) origin = Math.min(origin, ln.time[0]); });
+      var xs = function (ln) {
+        if (view.x === "step") return ln.step;
+        if (view.x === "time") return ln.time;
+        return ln.time.map(function (t) { return t - origin; });
+      };
+      var prefix = sets.length > 1 ? set.id + " " : "";
+      if (view.ranks === "mean") {
+        out = out.concat(meanLines(lines, xs, prefix, sets.length > 1 ? j : null));
+        return;
+      }
+      var labels = [];
+      lines.forEach(function (ln) { if (labels.indexOf(ln.label) < 0) labels.push(ln.label); });
+      lines.forEach(function (ln) {
+        var color = COLORS[(sets.length > 1 ? j : labels.indexOf(ln.label)) % COLORS.length];
+        var many = ln.attempts > 1;
+        out.push({ label: prefix + ln.label + (many ? " attempt " + ln.attempt : ""), x: xs(ln), y: ln.value,
+          color: color, faded: ln.attempt < ln.attempts, start: many && ln.attempt > 1 ? xs(ln)[0] : null });
+      });
     });
+    return out;
   }
 
   // Per attempt: the mean of every rank's value at each step, and the least and the most of them.
-  function meanLines(lines, view, xs) {
+  function meanLines(lines, xs, prefix, colorIndex) {
     var groups = {};
     lines.forEach(function (ln) { (groups[ln.attempt] = groups[ln.attempt] || []).push(ln); });
     var out = [];
@@ -697,12 +708,12 @@
         hi.push(Math.max.apply(null, one.vals));
       });
       var many = Object.keys(groups).length > 1;
-      var color = COLORS[g % COLORS.length];
-      var name = "mean of " + groups[attempt].length + (many ? ", attempt " + attempt : "");
+      var color = COLORS[(colorIndex === null ? g : colorIndex) % COLORS.length];
+      var name = prefix + "mean of " + groups[attempt].length + (many ? ", attempt " + attempt : "");
       var latest = g === Object.keys(groups).length - 1;
       out.push({ label: name, x: x, y: mean, color: color, faded: !latest, start: many && g > 0 ? x[0] : null });
-      out.push({ label: "min", x: x, y: lo, color: color, faded: true, band: "lo", raw: true });
-      out.push({ label: "max", x: x, y: hi, color: color, faded: true, band: "hi", raw: true });
+      out.push({ label: prefix + "min", x: x, y: lo, color: color, faded: true, band: "lo", raw: true });
+      out.push({ label: prefix + "max", x: x, y: hi, color: color, faded: true, band: "hi", raw: true });
     });
     return out;
   }
@@ -759,11 +770,12 @@
     box.setAttribute("data-x-min", String(min));
     box.setAttribute("data-x-max", String(max));
     byId("explore-range").textContent = (view.x === "step" ? "steps " : "") + formatX(view, min) + " – " +
-      formatX(view, max) + (explore.zoomed ? " (zoomed: double-click to see all)" : " (drag to zoom)");
+      formatX(view, max) + (explore.zoomed ? " (zoomed: double-click to see all)" : " (drag to zoom)") +
+      (explore.problems ? "; could not load " + explore.problems : "");
   }
 
   function drawExplore() {
-    if (!explore.lines || !window.uPlot) return;
+    if (!explore.sets || !window.uPlot) return;
     var view = exploreView();
     var lines = shownLines(view);
     var box = byId("explore-plot");
@@ -821,25 +833,50 @@
     sayRange(explore.chart, view);
   }
 
-  // Fetches the metric's lines (again: on its `metrics` events while open) and draws them.
+  // The jobs the plot shows: this page's, then those the address names to compare with (`with=`, ids of
+  // this page's backend or `backend/id`, comma-separated).
+  function comparedJobs() {
+    var here = attr("job").split("/"); // ["", "jobs", backend, id]
+    var jobs = [{ id: here[3], href: attr("job") }];
+    (exploreForm().elements["with"].value || "").split(",").forEach(function (word) {
+      var one = word.trim();
+      if (!one) return;
+      var parts = one.indexOf("/") >= 0 ? one.split("/") : [here[2], one];
+      var href = "/jobs/" + encodeURIComponent(parts[0]) + "/" + encodeURIComponent(parts.slice(1).join("/"));
+      if (jobs.some(function (j) { return j.href === href; })) return;
+      jobs.push({ id: one, href: href });
+    });
+    return jobs;
+  }
+
+  // Fetches the metric's lines of every job shown (again: on this job's `metrics` events while open) and
+  // draws them; a job that cannot be read is said, the others drawn.
   function loadExplore() {
     var name = explore.name;
     if (!name) return;
     var asked = ++explore.asked;
-    get(metricUrl(name, "lines")).then(function (response) {
-      if (!response.ok) throw new Error("HTTP " + response.status);
-      return response.json();
-    }).then(function (data) {
+    var params = "/metrics?" + new URLSearchParams({ name: name, format: "lines" }).toString();
+    var problems = [];
+    Promise.all(comparedJobs().map(function (job) {
+      return get(job.href + params).then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      }).then(function (data) { return { id: job.id, lines: data.lines }; }, function (err) {
+        problems.push(job.id + ": " + err.message);
+        return { id: job.id, lines: [] };
+      });
+    })).then(function (sets) {
       if (asked !== explore.asked || explore.name !== name) return;
-      explore.lines = data.lines;
+      explore.sets = sets;
+      explore.problems = problems.join("; ");
       drawExplore();
       byId("explore-plot").setAttribute("data-loaded", String(asked));
-    }).catch(function (err) { byId("explore-range").textContent = "could not load " + name + ": " + err; });
+    });
   }
 
   function openExplore(name) {
     explore.name = name;
-    explore.lines = null;
+    explore.sets = null;
     explore.zoomed = false;
     byId("explore-title").textContent = name;
     byId("explore").hidden = false;
@@ -879,7 +916,7 @@
       if (params.get(k)) form.elements[k].value = params.get(k);
     });
     form.elements["smooth-value"].value = form.elements.smooth.value;
-    function changed() {
+    function changed(event) {
       var changes = {};
       Object.keys(EXPLORE_FIELDS).forEach(function (k) {
         var v = form.elements[k].value;
@@ -887,10 +924,15 @@
       });
       form.elements["smooth-value"].value = form.elements.smooth.value;
       setQuery(changes, true);
-      drawExplore();
+      if (event.target.name === "with") {
+        if (event.type === "change") loadExplore(); // once the ids are typed, not at every key
+      } else {
+        drawExplore();
+      }
     }
     form.addEventListener("input", changed);
     form.addEventListener("change", changed);
+    form.addEventListener("submit", function (event) { event.preventDefault(); });
     byId("explore-close").addEventListener("click", closeExplore);
     byId("download-csv").addEventListener("click", function () { download("csv"); });
     byId("download-json").addEventListener("click", function () { download("json"); });
