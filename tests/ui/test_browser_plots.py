@@ -241,3 +241,20 @@ def test_two_jobs_compared_on_one_plot(browser: Any, local: LocalBackend, tmp_pa
         until(browser, "the missing job said", lambda d: "nope: HTTP 404" in text(d, "#explore-range"))
         assert len(browser.execute_script(LINES)) == 2
         assert "with=" in browser.execute_script("return location.search")
+
+
+def test_jobs_ticked_in_the_list_are_compared(browser: Any, local: LocalBackend, tmp_path: Path) -> None:
+    first, second = lr_job(local, tmp_path, "lr-a", 10.0), lr_job(local, tmp_path, "lr-b", 30.0)
+    lr_job(local, tmp_path, "lr-c", 50.0)  # not ticked: not compared
+    with Background([local], token=TOKEN) as bg:
+        browser.get(bg.address("/"))
+        until(browser, "the jobs table", lambda d: d.find_elements("css selector", "#job-rows input.pick"))
+        assert browser.find_element("id", "compare").get_attribute("disabled") is not None
+        for job in (first, second):
+            browser.find_element("css selector", f"#job-rows input.pick[data-pick='local/{job}']").click()
+        assert text(browser, "#picked") == "2 ticked"
+        browser.find_element("id", "compare").click()
+        until(browser, "the compared plot", loaded)
+        assert browser.execute_script("return location.pathname") == f"/jobs/local/{first}"
+        lines = browser.execute_script(LINES)
+        assert [label for label, _, _, _ in lines] == [f"{first} worker-0", f"{second} worker-0"]

@@ -356,6 +356,26 @@
     var rows = {};
     Array.prototype.forEach.call(tbody.rows, function (tr) { rows[tr.getAttribute("data-key")] = tr; });
     var shown = {}; // each row's HTML as last placed from the stream (a reopened stream resends every row)
+    // Ticked jobs, in the order ticked: "compare" opens the first one's page with the others to compare
+    // with (`with=`), its first metric's interactive plot open.
+    var picked = [];
+    function sayPicked() {
+      byId("compare").disabled = picked.length < 2;
+      byId("picked").textContent = picked.length ? picked.length + " ticked" : "tick two or more jobs";
+    }
+    tbody.addEventListener("change", function (event) {
+      var key = event.target.getAttribute && event.target.getAttribute("data-pick");
+      if (!key) return;
+      picked = picked.filter(function (k) { return k !== key; });
+      if (event.target.checked) picked.push(key);
+      sayPicked();
+    });
+    byId("compare").addEventListener("click", function () {
+      if (picked.length < 2) return;
+      var first = picked[0].split("/");
+      var href = "/jobs/" + encodeURIComponent(first[0]) + "/" + encodeURIComponent(first.slice(1).join("/"));
+      navigate(href + "?" + new URLSearchParams({ "with": picked.slice(1).join(",") }).toString(), false);
+    });
     var source = null;
     var address = attr("events");
     function apply(data) {
@@ -365,6 +385,8 @@
         if (shown[key] === html) return;
         shown[key] = html;
         var tr = rowOf(html);
+        var box = tr.querySelector("input.pick");
+        if (box) box.checked = picked.indexOf(key) >= 0; // a row updated keeps its tick
         if (rows[key]) tbody.replaceChild(tr, rows[key]);
         else tbody.appendChild(tr); // put in its place by the order that comes with a new row
         rows[key] = tr;
@@ -844,7 +866,7 @@
       var parts = one.indexOf("/") >= 0 ? one.split("/") : [here[2], one];
       var href = "/jobs/" + encodeURIComponent(parts[0]) + "/" + encodeURIComponent(parts.slice(1).join("/"));
       if (jobs.some(function (j) { return j.href === href; })) return;
-      jobs.push({ id: one, href: href });
+      jobs.push({ id: parts[0] === here[2] ? parts.slice(1).join("/") : one, href: href }); // named as typed, its backend if another
     });
     return jobs;
   }
@@ -950,7 +972,12 @@
     window.addEventListener("resize", function () {
       if (explore.chart) explore.chart.setSize({ width: Math.max(280, byId("explore-plot").clientWidth), height: 300 });
     });
-    if (params.get("plot")) openExplore(params.get("plot"));
+    if (params.get("plot")) {
+      openExplore(params.get("plot"));
+    } else if (params.get("with")) { // jobs to compare, no metric named: the first one
+      var first = document.querySelector("#metrics img.plot");
+      if (first) openExplore(first.getAttribute("data-metric"));
+    }
   }
 
   // -- the log: every line kept as data, only the lines in view drawn -------------------------------------
