@@ -14,7 +14,9 @@ the server, over sockets, with the token:
 
 In Debian's headless chromium (skipped, saying why, where it is not installed), on a new server: the job's
 page opened until the pictures in its first view are drawn, then every picture scrolled into view in turn,
-each waited for until drawn: the time until all of them have been shown.
+each waited for until drawn: the time until all of them have been shown. Then a job of 4 replicas logging
+`--points` steps each (100,000): its interactive plot opened (the metric's data fetched and drawn by uPlot),
+and hovered (the cursor moved and every line's value written in the legend): the mean of 200 moves.
 """
 
 from __future__ import annotations
@@ -88,11 +90,72 @@ def in_browser(port: int, job: str, rows: list[tuple[str, str]]) -> None:
         server.wait(10)
 
 
+BIG = """
+import os, math
+import kubetrain.metrics as m
+i = int(os.environ["KUBETRAIN_REPLICA_INDEX"])
+for step in range({points}):
+    m.log(step=step, loss=math.exp(-step / {points}) + i * 0.1 + 0.01 * math.sin(step))
+"""
+
+
+def big_job(directory: Path, points: int) -> dict[str, object]:
+    script = directory / "big.py"
+    script.write_text(BIG.format(points=points))
+    return {
+        "apiVersion": "kubetrain.dev/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "big-plot"},
+        "spec": {"framework": "generic", "replicas": 4, "run": {"exec": [sys.executable, str(script)]}},
+    }
+
+
+HOVER = """
+const u = document.getElementById('explore-plot').uplot, seen = new Set();
+const t = performance.now();
+for (let k = 0; k < 200; k++) {
+  u.setCursor({left: 20 + (k * 37) % (u.bbox.width / devicePixelRatio - 40), top: 50});
+  seen.add([...document.querySelectorAll('#explore-plot .u-legend .u-value')].map(e => e.textContent).join());
+}
+return [(performance.now() - t) / 200, u.data[0].length, u.series.length - 1, seen.size];
+"""
+
+
+def interactive(port: int, job: str, points: int, rows: list[tuple[str, str]]) -> None:
+    from tests.support.browser import headless_chromium
+    from tests.ui.browsing import until
+    from tests.ui.helpers import TOKEN
+
+    server = start_server(port)
+    try:
+        with headless_chromium() as driver:
+            driver.get(f"http://127.0.0.1:{port}/jobs/local/{job}#token={TOKEN}")
+            until(driver, "the picture", lambda d: d.find_elements("css selector", "#metrics img.plot"))
+            t = time.perf_counter()
+            driver.execute_script("document.querySelector('#metrics img.plot').click()")
+            until(driver, "the plot", lambda d: d.find_elements("css selector", "#explore-plot[data-loaded] .u-over"))
+            opened = time.perf_counter() - t
+            hover, xs, lines, legends = driver.execute_script(HOVER)
+            rows.append(
+                (
+                    f"interactive plot, 4 ranks x {points} points: opened",
+                    f"{opened * 1000:.0f} ms ({lines} lines, {xs} x values after the server's thinning)",
+                )
+            )
+            rows.append(
+                ("interactive plot: a hover (cursor moved, legend written)", f"{hover:.2f} ms ({legends} legends seen)")
+            )
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metrics", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--plots", default="all", help="how many plots to fetch in the 'every plot' round")
+    parser.add_argument("--points", type=int, default=100_000, help="steps per rank of the interactive plot's job")
     args = parser.parse_args()
     started = time.monotonic()
     directory = Path(tempfile.mkdtemp(prefix="kubetrain-bench-metrics-"))
@@ -167,6 +230,9 @@ def main() -> int:
         if missing is None:
             stage("in chromium", started)
             in_browser(port, job, rows)
+            big = backend.run(from_dict(big_job(directory, args.points))).job_id
+            stage(f"job {big}: 4 ranks x {args.points} points", started)
+            interactive(port, big, args.points, rows)
         else:
             rows.append(("browser measurements", f"skipped ({missing})"))
     finally:

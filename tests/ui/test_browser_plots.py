@@ -18,7 +18,7 @@ from kubetrain.ui import app as app_module
 from kubetrain.ui.server import Background
 from tests.support.helpers import exec_job, make_job, no_process_left_behind  # noqa: F401 (an autouse fixture)
 from tests.ui.browsing import text, until
-from tests.ui.helpers import TOKEN
+from tests.ui.helpers import TOKEN, gated_job
 from tests.ui.test_layout import OVERFLOW, PHONE, desktop, phone, violations
 
 STEPS = 50
@@ -55,8 +55,11 @@ return [...document.querySelectorAll('#explore-plot .u-legend .u-series')].map(
 RANGE = "const b = document.getElementById('explore-plot'); return [+b.dataset.xMin, +b.dataset.xMax];"
 
 
+LOADED_SCRIPT = "return !!document.querySelector('#explore-plot[data-loaded] .u-over')"
+
+
 def loaded(driver: Any) -> bool:
-    return bool(driver.execute_script("return !!document.querySelector('#explore-plot[data-loaded] .u-over')"))
+    return bool(driver.execute_script(LOADED_SCRIPT))
 
 
 def over(driver: Any) -> Any:
@@ -258,3 +261,33 @@ def test_jobs_ticked_in_the_list_are_compared(browser: Any, local: LocalBackend,
         assert browser.execute_script("return location.pathname") == f"/jobs/local/{first}"
         lines = browser.execute_script(LINES)
         assert [label for label, _, _, _ in lines] == [f"{first} worker-0", f"{second} worker-0"]
+
+
+COUNTS = (
+    "return document.getElementById('explore-plot').uplot.data.slice(1).map(ys => ys.filter(y => y != null).length)"
+)
+
+
+def test_a_running_jobs_plot_grows_and_keeps_its_zoom(browser: Any, local: LocalBackend, tmp_path: Path) -> None:
+    job = gated_job(local, tmp_path, gates=3)
+    local.resume(job.job_id)
+    try:
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address(f"/jobs/local/{job.job_id}?plot=loss"))
+            counts = COUNTS
+            until(
+                browser,
+                "the first 5 steps",
+                lambda d: d.execute_script(LOADED_SCRIPT) and d.execute_script(counts) == [5, 5],
+            )
+            job.open_gate(0)
+            until(browser, "10 steps, drawn as they came", lambda d: d.execute_script(counts) == [10, 10])
+            drag(browser, 0.0, 0.5)
+            zoomed = until(
+                browser, "zoomed", lambda d: "zoomed" in text(d, "#explore-range") and d.execute_script(RANGE)
+            )
+            job.open_gate(1)
+            until(browser, "15 steps", lambda d: d.execute_script(counts) == [15, 15])
+            assert browser.execute_script(RANGE) == zoomed  # the zoom stays while the lines grow
+    finally:
+        job.open_gate(2)

@@ -844,6 +844,14 @@
         }],
       },
     };
+    // The same lines with more samples (a running job): the data replaced, the cursor and the zoom kept.
+    var key = JSON.stringify(view) + "\n" + lines.map(function (ln) { return ln.label + ln.color + ln.faded; }).join("\n");
+    if (explore.chart && explore.key === key) {
+      explore.chart.setData(data, !explore.zoomed);
+      sayRange(explore.chart, view);
+      return;
+    }
+    explore.key = key;
     var zoom = explore.zoomed && explore.chart ? { min: explore.chart.scales.x.min, max: explore.chart.scales.x.max } : null;
     if (explore.chart) explore.chart.destroy();
     box.textContent = "";
@@ -908,7 +916,7 @@
 
   function closeExplore() {
     explore.name = null;
-    if (explore.chart) { explore.chart.destroy(); explore.chart = null; }
+    if (explore.chart) { explore.chart.destroy(); explore.chart = null; explore.key = null; }
     byId("explore").hidden = true;
     setQuery({ plot: null }, true);
   }
