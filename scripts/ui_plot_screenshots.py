@@ -74,17 +74,17 @@ def main() -> int:
     backend = LocalBackend(preload=())
     py, train = sys.executable, str(scratch / "train.py")
     running = backend.run(from_dict(doc("resnet-ddp", [py, train, str(gate), "0.02"], 2)), detach=True).job_id
-    slow = backend.run(from_dict(doc("lr-0.005", [py, train, "-", "0.005"], 2))).job_id
-    fast = backend.run(from_dict(doc("lr-0.02", [py, train, "-", "0.02"], 2))).job_id
+    slow = backend.run(from_dict(doc("lr-5e-3", [py, train, "-", "0.005"], 2))).job_id
+    fast = backend.run(from_dict(doc("lr-2e-2", [py, train, "-", "0.02"], 2))).job_id
     restart = [py, str(scratch / "restarts.py"), str(scratch / "marker")]
     restarted = backend.run(from_dict(doc("resumed", restart, 1, runPolicy={"backoffLimit": 1}))).job_id
 
     def shot(driver: object, path: str, name: str) -> None:
         driver.get(path)  # type: ignore[attr-defined]
         WebDriverWait(driver, 60).until(lambda d: d.execute_script(LOADED), "the interactive plot")
-        box = driver.find_element("css selector", "#explore-plot .u-over")  # type: ignore[attr-defined]
-        ActionChains(driver).move_to_element_with_offset(box, box.size["width"] // 6, 0).perform()
         driver.execute_script("document.getElementById('explore').scrollIntoView()")  # type: ignore[attr-defined]
+        box = driver.find_element("css selector", "#explore-plot .u-over")  # type: ignore[attr-defined]
+        ActionChains(driver).move_to_element_with_offset(box, box.size["width"] // 3, 0).perform()
         driver.find_element("id", "explore").screenshot(str(OUT / name))  # type: ignore[attr-defined]
 
     try:
