@@ -78,22 +78,21 @@ class Thinned:
             self.who.append(key)
         return found
 
-    def _put(self, sample: MetricSample, at: int | None = None) -> None:
+    def _put(self, sample: MetricSample, at: int) -> None:
         step = NO_STEP if sample.step is None else sample.step
-        if at is None:
-            self.times.append(sample.time)
-            self.values.append(sample.value)
-            self.steps.append(step)
-            self.origins.append(self._origin(sample))
-        else:
-            self.times[at], self.values[at], self.steps[at] = sample.time, sample.value, step
-            self.origins[at] = self._origin(sample)
+        self.times[at], self.values[at], self.steps[at] = sample.time, sample.value, step
+        self.origins[at] = self._origin(sample)
 
-    def add(self, sample: MetricSample) -> None:
+    def add(self, sample: MetricSample) -> int:
+        """Keeps `sample` as thinning says; returns how many more samples this holds now (-K..1)."""
+        before = len(self.values) + (self.latest is not None and not self.latest_kept)
         self.name = sample.name
         self.latest_kept = True
         if self.seen % self.stride == 0:  # the first sample of a new window stands for it
-            self._put(sample)
+            self.times.append(sample.time)
+            self.values.append(sample.value)
+            self.steps.append(NO_STEP if sample.step is None else sample.step)
+            self.origins.append(self._origin(sample))
         elif len(self.values) > 1 and math.isfinite(self.values[-1]) and not math.isfinite(sample.value):
             self._put(sample, len(self.values) - 1)
         else:
@@ -110,6 +109,7 @@ class Thinned:
                 setattr(self, column, array(old.typecode, (old[i] for i in keep)))
             self.latest_kept = self.latest_kept and keep[-1] == len(v) - 1
             self.stride *= 2
+        return len(self.values) + (not self.latest_kept) - before
 
     def __len__(self) -> int:
         return len(self.values) + (self.latest is not None and not self.latest_kept)
@@ -150,9 +150,7 @@ class Samples:
         one = lines.get(label)
         if one is None:
             one = lines[label] = Thinned()
-        before = len(one)
-        one.add(sample)
-        self.count += len(one) - before
+        self.count += one.add(sample)
 
     def names(self) -> list[str]:
         return list(self.sorted_names)
