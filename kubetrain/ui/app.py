@@ -897,7 +897,7 @@ class WebView:
             tracker = self.tracker(source, detail.row.id)
             if not tracker.running and not tracker.samples:
                 await asyncio.to_thread(tracker.load, source, detail.row.id)
-        return tracker.of(name)
+        return await asyncio.to_thread(tracker.of, name)  # made samples again: up to 20,000 per series
 
     async def metric_svg(self, request: Request) -> Response:
         # The metric's name is a parameter, not a path segment: a name may hold `/`, `?` or a newline
@@ -934,8 +934,11 @@ class WebView:
         samples.sort(key=lambda s: s.time)  # as `kubetrain metrics` gives them: in time order
         headers = {"Cache-Control": "no-store"}
         if fmt == "lines":
-            return JSONResponse({"name": name, "lines": plot_data.plot_series(samples)}, headers=headers)
-        filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{job_id}-{name}")[:120]
+            lines = await asyncio.to_thread(plot_data.plot_series, samples)
+            return JSONResponse({"name": name, "lines": lines}, headers=headers)
+        # A header is Latin-1: the file's name keeps ASCII letters, digits and -_. of the job's and the metric's.
+        safe = (c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in f"{job_id}-{name}")
+        filename = "".join(safe)[:120]
         headers["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
         if fmt == "json":
             return JSONResponse([s.to_dict() for s in samples], headers=headers)

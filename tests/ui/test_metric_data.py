@@ -24,7 +24,7 @@ from kubetrain.ui.server import Background
 from tests.support.helpers import cli, exec_job, make_job, no_process_left_behind  # noqa: F401 (autouse)
 from tests.ui.helpers import request
 
-NAMES = [f"group{i // 5}/metric{i}" for i in range(40)] + ['a,b "quoted"', "eval/loss"]
+NAMES = [f"group{i // 5}/metric{i}" for i in range(40)] + ['a,b "quoted"', "eval/loss", "损失"]
 LOGGER = f"""
 import kubetrain.metrics as m
 names = {NAMES!r}
@@ -73,7 +73,7 @@ def test_csv_and_json_downloads_are_what_the_cli_gives_for_that_metric(server: B
     href = f"{server.url}/jobs/local/{ended_job}/metrics?"
     every_csv = list(csv.reader(io.StringIO(cli("metrics", ended_job, "-o", "csv").stdout)))
     every_json = json.loads(cli("metrics", ended_job, "-o", "json").stdout)
-    for name in ("eval/loss", 'a,b "quoted"'):
+    for name in ("eval/loss", 'a,b "quoted"', "损失"):
         got = request(href + urlencode({"name": name, "format": "csv"}))
         assert got.status == 200 and got.headers["content-type"].startswith("text/csv")
         assert "attachment" in got.headers["content-disposition"]
