@@ -23,6 +23,7 @@ and hovered (the cursor moved and every line's value written in the legend): the
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import statistics
 import sys
@@ -32,13 +33,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_ui import rss_mb, stage, start_server  # noqa: E402
-from tests.ui.helpers import free_port, request  # noqa: E402 (the helpers present TOKEN on every request)
+from tests.ui.helpers import AUTH, Reply, free_port  # noqa: E402
 
 LOGGER = """
 import sys
@@ -48,6 +49,18 @@ names = [f"layer{i // 10}/metric{i}" for i in range(metrics)]
 for step in range(steps):
     m.log(step=step, **{n: (i + 1) / (step + 1) for i, n in enumerate(names)})
 """
+
+
+def request(url: str) -> Reply:
+    """GET with the token, waiting as long as a loaded machine needs (the tests' `request` gives up at 60 s)."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=900)
+    try:
+        conn.request("GET", f"{parts.path}?{parts.query}" if parts.query else parts.path, headers=AUTH)
+        resp = conn.getresponse()
+        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode())
+    finally:
+        conn.close()
 
 
 def cpu_seconds(pid: int) -> float:
