@@ -64,13 +64,12 @@ class JobFlavor(Flavor):
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
         from ..render.policy import check_common, check_indexed_completions, gang_size
         from ..render.services import headless_service
-        from . import flavors_that
 
         check_common(ctx)
         check_indexed_completions(ctx)
         if gang_size(ctx) is not None:
             path = ("spec", "scheduling", "minAvailable" if ctx.spec.scheduling.min_available else "gang")
-            ctx.problems.unsupported(path, "gang scheduling", self.name, flavors_that(lambda f: f.gang),
+            ctx.problems.unsupported(path, "gang scheduling", self.name, ctx.flavors_that(lambda f: f.gang),
                                      hint="jobset gangs the whole job through Kueue (set scheduling.queue)")
         jobs = [_indexed_job(ctx, view) for view in ctx.roles]
         assert ctx.layout.service is not None

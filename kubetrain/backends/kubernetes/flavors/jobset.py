@@ -153,17 +153,16 @@ class JobSetFlavor(Flavor):
 
 def _check_gang(ctx: Ctx) -> None:
     from ..render.policy import gang_size
-    from . import flavors_that
 
     gang = gang_size(ctx)
     scheduling = ctx.spec.scheduling
     if gang is not None and gang < ctx.total_replicas:
         ctx.problems.unsupported(("spec", "scheduling", "minAvailable"),
                                  f"a gang of {gang} of the job's {ctx.total_replicas} replicas", ctx.flavor.name,
-                                 flavors_that(lambda f: f.partial_gang),
+                                 ctx.flavors_that(lambda f: f.partial_gang),
                                  hint="jobset gangs the whole job (through Kueue)")
     elif gang is not None and not scheduling.queue:
-        without = ", ".join(flavors_that(lambda f: f.gang and not f.gang_needs_kueue))
+        without = ", ".join(ctx.flavors_that(lambda f: f.gang and not f.gang_needs_kueue))
         ctx.problems.add(("spec", "scheduling", "gang" if scheduling.gang else "minAvailable"),
                          "the jobset flavor gangs a job through Kueue, which needs scheduling.queue "
                          f"(a LocalQueue); flavors that gang without Kueue: {without}")

@@ -288,7 +288,6 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
     """The kind for the job's framework, or None (a problem is recorded)."""
     from ....frameworks import support_of
     from ..render.policy import check_common
-    from . import flavors_that
 
     check_common(ctx)
     framework = ctx.spec.framework
@@ -299,7 +298,7 @@ def _check(ctx: Ctx) -> KubeflowKind | None:
 
         specs, container, port = CONTROLLER_KINDS[controller.kind]
         kind = KubeflowKind(controller.kind, specs, container, port, launcher_role=controller.kind == "MPIJob")
-    others = flavors_that(lambda f: f.every_framework)
+    others = ctx.flavors_that(lambda f: f.every_framework)
     if kind is None:
         ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
                                  hint="the training operator has a kind per framework, none for generic jobs")

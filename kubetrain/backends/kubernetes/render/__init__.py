@@ -131,10 +131,11 @@ def render_manifests(
     topology, roles, files, the_plan = wire_roles(job, name, layout, problems, native=native)
     api_access = api_access or job.spec.api_access
     options = Options(namespace=namespace or job.metadata.namespace, api_access=api_access, uid=uid, gid=gid)
-    ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems, paths=dict(the_plan.paths),
-              names=dict(the_plan.names), native=native)
+    peers = {f.name: f.features for f in FLAVORS.values()}
+    ctx = Ctx(job, name, chosen, layout, options, topology, roles, files, problems, peers,
+              paths=dict(the_plan.paths), names=dict(the_plan.names), native=native)
     check_spec(ctx)
-    mpi_ssh.apply(ctx)
+    mpi_ssh.apply(ctx, chosen.ssh_keys(ctx), chosen.mpi_over_ssh(ctx))
     objects = chosen.objects(ctx)
     if not objects:
         _pod_problems(ctx)

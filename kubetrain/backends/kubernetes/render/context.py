@@ -7,8 +7,9 @@ replicas the plan would expand on demand.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 from pydantic.alias_generators import to_camel
 
@@ -28,11 +29,8 @@ from ....frameworks.controllers import role_port
 from ....jobspec import JobSpec, ReplicaSettings, TrainJob
 from ....jobspec.errors import Path
 from ....plan import Plan, plan, replica_counts, settings_for
+from ..features import Features
 from .errors import Problems
-
-if TYPE_CHECKING:
-    from ..flavors import Flavor
-    from .mpi_ssh import Transport
 
 FILES_DIR = "/etc/kubetrain"
 """Where the job's files (hostfiles) are mounted from their ConfigMap."""
@@ -53,6 +51,49 @@ class Options:
     """The submitting user's uid/gid, for `security.runAsUser: true` (default: this process's)."""
     gid: int | None = None
     git_sync_image: str = "registry.k8s.io/git-sync/git-sync:v4.4.2"
+
+
+class Engine(Protocol):
+    """What render reads of the flavor it renders for (a `flavors.base.Flavor`, handed down in the `Ctx`): render
+    knows no flavor by name and calls none of its methods; the flavor's own render (`layout`, `objects`) calls
+    render's helpers."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def features(self) -> Features: ...
+
+    @property
+    def index_fields(self) -> tuple[str, ...]:
+        """Downward-API fields that hold a pod's replica index on this engine."""
+
+    @property
+    def gpu_share_resources(self) -> tuple[str, str, str] | None: ...
+
+    @property
+    def oversize_hint(self) -> str | None: ...
+
+
+Keys = Literal["kubetrain", "plugin", "operator"]
+"""Who makes the key pair of a job's ssh between its pods (render/mpi_ssh.py)."""
+
+
+@dataclass(frozen=True)
+class Transport:
+    """The ssh between this job's pods on this flavor (`mpi_ssh.transport`)."""
+
+    keys: Keys
+    """Who makes the key pair: kubetrain (a Secret filled when submitted), Volcano's ssh plugin, the MPI
+    Operator."""
+    kubetrain_sshd: bool
+    """The workers run kubetrain's sshd (they have no program of their own)."""
+    auth_path: str | None
+    """Where the keys are mounted in the MPI Operator's layout (for programs with an ssh of their own)."""
+    worker_program: tuple[str, ...] | None
+    """What MPI workers without a program of their own run: kubetrain's sshd, or the operator's default."""
+    launcher: bool = True
+    """An MPI launcher's mpirun reaches the workers over it (it waits for them, with these ssh options)."""
 
 
 @dataclass(frozen=True)
@@ -114,13 +155,15 @@ class Ctx:
 
     job: TrainJob
     name: str
-    flavor: Flavor
+    flavor: Engine
     layout: Layout
     options: Options
     topology: Topology
     roles: list[RoleView]
     files: dict[str, str]
     problems: Problems
+    peers: Mapping[str, Features]
+    """Every flavor's features by name, in the registry's order: what a refusal names as able to express it."""
     warnings: list[str] = field(default_factory=list)
     ssh: Transport | None = None
     """How an MPI launcher reaches its workers on this flavor (`mpi_ssh.apply`), if over ssh."""
@@ -144,6 +187,10 @@ class Ctx:
     def launcher_style(self) -> bool:
         """Some replicas only host processes a launcher role starts (MPI, DeepSpeed's launcher)."""
         return any(v.hosting for v in self.roles)
+
+    def flavors_that(self, test: Callable[[Features], bool]) -> tuple[str, ...]:
+        """The flavors whose features pass `test` (for "flavors that can express it")."""
+        return tuple(name for name, features in self.peers.items() if test(features))
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -286,9 +333,12 @@ __all__ = [
     "MANAGED_BY",
     "ROLE_LABEL",
     "Ctx",
+    "Engine",
+    "Keys",
     "Layout",
     "Options",
     "RoleView",
+    "Transport",
     "base_name",
     "check_spec",
     "room_for_base",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ....contract.choices import FLAVORS
 from ....jobspec import FieldError, SpecError
 from ....jobspec.errors import Path
-from ..flavors import FLAVORS
 
 
 def flavors_phrase(flavors: Iterable[str]) -> str:
     """`("jobset", "volcano")` → "flavors that can express it: jobset, volcano"; none → says so. The
-    names come in the registry's order."""
+    names come in the registry's order (the CLI's choices, held equal to it by a test)."""
     able = set(flavors)
     names = [f for f in FLAVORS if f in able]
     if not names:

@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from ....contract.labels import SSH_KEYS_ANNOTATION
 from ....contract.naming import child_name
@@ -42,7 +42,7 @@ from ....frameworks import support_of
 from ....frameworks.mpi import SSHD, SSHD_CONFIG, sshd_argv
 from ....frameworks.mpi import SUPPORT as mpi_support
 from ....jobspec import Security
-from .context import FILES_DIR, Ctx, RoleView
+from .context import FILES_DIR, Ctx, Keys, RoleView, Transport
 from .entrypoint import quote
 
 PORT = mpi_support.default_port
@@ -61,8 +61,6 @@ WAIT_ENV = "KUBETRAIN_SSH_WAIT"
 """Seconds (about) the launcher waits for each worker to answer over ssh; default `WAIT_SECONDS`."""
 WAIT_SECONDS = 900
 KEYS_VOLUME, RUN_VOLUME, AUTH_VOLUME = "kubetrain-ssh-keys", "kubetrain-ssh-run", "kubetrain-ssh-auth"
-
-Keys = Literal["kubetrain", "plugin", "operator"]
 
 SSHD_CONFIG_TEXT = f"""\
 # kubetrain's sshd for the MPI launcher's mpirun (docs/render.md, "MPI over ssh").
@@ -96,23 +94,6 @@ Host *
 """
 
 
-@dataclass(frozen=True)
-class Transport:
-    """The ssh between this job's pods on this flavor."""
-
-    keys: Keys
-    """Who makes the key pair: kubetrain (a Secret filled when submitted), Volcano's ssh plugin, the MPI
-    Operator."""
-    kubetrain_sshd: bool
-    """The workers run kubetrain's sshd (they have no program of their own)."""
-    auth_path: str | None
-    """Where the keys are mounted in the MPI Operator's layout (for programs with an ssh of their own)."""
-    worker_program: tuple[str, ...] | None
-    """What MPI workers without a program of their own run: kubetrain's sshd, or the operator's default."""
-    launcher: bool = True
-    """An MPI launcher's mpirun reaches the workers over it (it waits for them, with these ssh options)."""
-
-
 @dataclass
 class RoleSsh:
     """What one role's pods get for the ssh between launcher and workers."""
@@ -127,12 +108,12 @@ class RoleSsh:
     readiness_probe: dict[str, Any] | None = None
 
 
-def transport(ctx: Ctx) -> Transport | None:
+def transport(ctx: Ctx, engine: Keys | None, over_ssh: bool) -> Transport | None:
     """The ssh between the job's pods on this flavor: an MPI launcher's to its workers, or keys the job asks for
-    (`sshAuthMountPath`) for ssh of its own; None: none."""
+    (`sshAuthMountPath`) for ssh of its own; None: none. The flavor says who makes the keys (`engine`: None,
+    kubetrain) and whether its MPI launcher reaches the workers over ssh at all (`over_ssh`)."""
     path = ctx.spec.ssh_auth_mount_path
-    engine = ctx.flavor.ssh_keys(ctx)
-    if not support_of(ctx.spec.framework).ssh_launcher or not ctx.flavor.mpi_over_ssh(ctx):
+    if not support_of(ctx.spec.framework).ssh_launcher or not over_ssh:
         # Keys only, for the job's own ssh (the training operator's MPIJob v1 launcher uses kubectl exec).
         return Transport(engine or "kubetrain", False, path, None, launcher=False) if path else None
     if engine == "operator":
@@ -146,10 +127,10 @@ def secret_name(ctx: Ctx) -> str:
     return child_name(ctx.layout.base, "ssh")
 
 
-def apply(ctx: Ctx) -> None:
-    """Decide the transport; give workers without a program of their own the one that serves ssh, and the
-    files kubetrain's sshd and ssh read."""
-    ctx.ssh = transport(ctx)
+def apply(ctx: Ctx, engine: Keys | None, over_ssh: bool) -> None:
+    """Decide the transport (`transport`); give workers without a program of their own the one that serves ssh,
+    and the files kubetrain's sshd and ssh read."""
+    ctx.ssh = transport(ctx, engine, over_ssh)
     if ctx.ssh is None:
         return
     program = ctx.ssh.worker_program

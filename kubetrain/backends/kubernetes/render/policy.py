@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..flavors import flavors_that
 from .context import Ctx
 
 PERMANENT_RANGE = range(1, 128)
@@ -87,33 +86,33 @@ def check_common(ctx: Ctx) -> None:
                              hint="drop it; terminateAfterPreemption fails the job on the first preemption")
     if suspended(ctx) and not can.suspend:
         problems.unsupported(_suspend_path(ctx), "creating the job suspended", flavor,
-                             flavors_that(lambda f: f.suspend))
+                             ctx.flavors_that(lambda f: f.suspend))
     if policy.active_deadline_seconds is not None and not can.deadline:
         problems.unsupported(("spec", "runPolicy", "activeDeadlineSeconds"), "a deadline for the whole job", flavor,
-                             flavors_that(lambda f: f.deadline))
+                             ctx.flavors_that(lambda f: f.deadline))
     codes = spec.exit_codes
     if codes is not None and (codes.retryable or codes.permanent) and not can.exit_code_overrides:
         problems.unsupported(("spec", "exitCodes"), "exit code overrides", flavor,
-                             flavors_that(lambda f: f.exit_code_overrides),
+                             ctx.flavors_that(lambda f: f.exit_code_overrides),
                              hint="without exitCodes, restartPolicy ExitCode is the operator's own rule")
     if spec.scheduling.terminate_after_preemption and not can.terminate_after_preemption:
         problems.unsupported(("spec", "scheduling", "terminateAfterPreemption"), "failing on preemption", flavor,
-                             flavors_that(lambda f: f.terminate_after_preemption))
+                             ctx.flavors_that(lambda f: f.terminate_after_preemption))
     if spec.trials is not None and not can.trials:
         problems.unsupported(("spec", "trials"), "independent runs (completions, at most parallelism at a time, "
-                             "each retried alone)", flavor, flavors_that(lambda f: f.trials),
+                             "each retried alone)", flavor, ctx.flavors_that(lambda f: f.trials),
                              hint=f"the {flavor} flavor starts a job's pods together and restarts them as one")
     success = policy.success_roles
     if success and not can.success_roles and list(success) != [ctx.roles[0].role]:
         problems.unsupported(("spec", "runPolicy", "successRoles"), f"completing the job when {', '.join(success)} "
-                             "completes", flavor, flavors_that(lambda f: f.success_roles),
+                             "completes", flavor, ctx.flavors_that(lambda f: f.success_roles),
                              hint=f"the {flavor} flavor's job completes when its first role ({ctx.roles[0].role}) does")
     _exclusive_jobs(ctx)
     clean = policy.clean_pod_policy
     if clean is not None and clean not in can.clean_pod_policies:
         problems.unsupported(
             ("spec", "runPolicy", "cleanPodPolicy"), f"cleanPodPolicy {clean}", flavor,
-            flavors_that(lambda f: clean in f.clean_pod_policies),
+            ctx.flavors_that(lambda f: clean in f.clean_pod_policies),
             hint=f"the {flavor} flavor stops still-running pods when the job ends (cleanPodPolicy Running)",
         )
 

@@ -21,7 +21,6 @@ from ....jobspec import GpuSharing, Resources
 from ....jobspec.errors import Path
 from ....jobspec.resources import is_hugepages, overcommit_allowed, quantity_problem
 from ....jobspec.types import parse_quantity
-from ..flavors import flavors_that
 from .context import Ctx, RoleView
 
 NVIDIA_GPU = "nvidia.com/gpu"
@@ -192,7 +191,7 @@ def _runai(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None:
     if not ctx.flavor.features.pod_scheduler:
         ctx.problems.unsupported(ctx.where(view.role, "resources", "gpu_sharing"),
                                  "gpuSharing runai needs the Run:ai scheduler, and Volcano schedules its own pods",
-                                 ctx.flavor.name, flavors_that(lambda f: f.pod_scheduler))
+                                 ctx.flavor.name, ctx.flavors_that(lambda f: f.pod_scheduler))
         return
     out.scheduler_name = RUNAI_SCHEDULER
     fraction = _fraction(res)
@@ -221,7 +220,7 @@ def _aliyun(ctx: Ctx, view: RoleView, res: Resources, out: ResourcePlan) -> None
         ctx.problems.unsupported(ctx.where(view.role, "resources", "gpu_sharing"),
                                  "gpuSharing aliyun needs Alibaba Cloud's gpushare scheduler extender, and "
                                  "Volcano schedules its own pods", ctx.flavor.name,
-                                 flavors_that(lambda f: f.pod_scheduler))
+                                 ctx.flavors_that(lambda f: f.pod_scheduler))
         return
     fraction = _fraction(res)
     if res.gpu_memory is None:
