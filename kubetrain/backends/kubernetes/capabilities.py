@@ -9,7 +9,7 @@ request (``/apis/kubeflow.org/v1``), made only for that flavor (``Flavor.check_s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...contract.labels import KUEUE_QUEUE_LABEL
@@ -17,28 +17,13 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import KUEUE_GROUP, Resource
 from .flavors import AUTO_ORDER, FLAVORS, Flavor, FlavorUnavailable, get_flavor
+from .served import Served
 
 
 @dataclass
-class Capabilities:
-    """API groups → served versions (and each group's preferred version)."""
-
-    groups: dict[str, list[str]] = field(default_factory=dict)
-    preferred: dict[str, str] = field(default_factory=dict)
-
-    def serves(self, group: str, version: str | None = None) -> bool:
-        versions = self.groups.get(group)
-        if versions is None:
-            return False
-        return version is None or version in versions
-
-    @property
-    def kueue(self) -> bool:
-        return KUEUE_GROUP in self.groups
-
-    @property
-    def kueue_version(self) -> str | None:
-        return self.preferred.get(KUEUE_GROUP)
+class Capabilities(Served):
+    """What the cluster serves (:class:`.served.Served`), read against every flavor: which can run here, which
+    to pick."""
 
     def flavors(self) -> list[str]:
         """Flavors this cluster can run (those that need nothing installed always)."""

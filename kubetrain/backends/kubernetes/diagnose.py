@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...contract.labels import KUEUE_QUEUE_LABEL
@@ -24,6 +23,7 @@ from ...status import JobPhase, JobStatus, ReplicaPhase
 from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import EVENTS, KUEUE_GROUP, Resource
+from .diagnosis import Diagnosis, merge
 from .flavors import flavor_of
 from .status_map import group_pods, main_container_status, pod_scheduling_problem, roles_of
 from .workload import JSON, RoleInfo, conditions_of, labels, meta, true_condition
@@ -34,36 +34,6 @@ MAX_EVENT_READS = 2
 _IMAGE_PULL = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"}
 _CONFIG = {"CreateContainerConfigError", "CreateContainerError"}
 _MOUNT_REASONS = {"FailedMount", "FailedAttachVolume", "FailedMapVolume"}
-
-
-@dataclass
-class Diagnosis:
-    """One cause holding one or more replicas."""
-
-    cause: str  #: Unschedulable, ImagePull, ContainerConfig, Mount, Quota, Kueue, PodGroup, ...
-    message: str
-    hint: str
-    replicas: list[str] = field(default_factory=list)
-
-    def line(self) -> str:
-        who = ", ".join(self.replicas[:4]) + (f" +{len(self.replicas) - 4}" if len(self.replicas) > 4 else "")
-        head = f"{self.cause}" + (f" ({who})" if who else "")
-        return f"{head}: {self.message} — hint: {self.hint}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cause": self.cause, "message": self.message, "hint": self.hint, "replicas": list(self.replicas)}
-
-
-def _merge(diags: Iterable[Diagnosis]) -> list[Diagnosis]:
-    """Replicas sharing a cause and message become one line."""
-    out: dict[tuple[str, str], Diagnosis] = {}
-    for d in diags:
-        key = (d.cause, d.message)
-        if key in out:
-            out[key].replicas += [r for r in d.replicas if r not in out[key].replicas]
-        else:
-            out[key] = Diagnosis(d.cause, d.message, d.hint, list(d.replicas))
-    return list(out.values())
 
 
 # --------------------------------------------------------------------------------------------- hints
@@ -148,7 +118,7 @@ def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str
                                        "envFrom, mounts): create it or fix the reference", [name]))
             elif reason in ("ContainerCreating", "PodInitializing", ""):
                 creating.append(pod)
-    return _merge(found), creating, missing
+    return merge(found), creating, missing
 
 
 def _waiting(pod: Mapping[str, Any], container: str | None) -> JSON | None:
@@ -337,7 +307,7 @@ def diagnose(
     for d in extra:
         if not d.replicas:
             d.replicas = list(missing) if d.cause in ("Quota", "FailedCreate") and missing else pending
-    return _merge([*found, *extra])
+    return merge([*found, *extra])
 
 
 __all__ = ["NO_CONTROLLER", "Diagnosis", "acted_on", "diagnose", "from_pods", "image_hint", "unschedulable_hint",

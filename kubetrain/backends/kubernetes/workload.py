@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ...contract.labels import KUEUE_QUEUE_LABEL, PAUSED_ANNOTATION, ROLE_LABEL
 from ...contract.logs import parse_time
 from ...status import Condition, ConditionStatus, JobPhase
+from .client.resources import Resource
 
 JSON = dict[str, Any]
 
@@ -132,6 +133,27 @@ def suspended_phase(root: Mapping[str, Any]) -> EngineState:
     return EngineState(JobPhase.SUSPENDED, "Suspended", "suspended: kubetrain resume to start it")
 
 
+class FoundJob(Protocol):
+    """A job found on the cluster, as a flavor acts on it (suspend, scale): :class:`.lookup.Located` is one.
+    A protocol so that the flavors need not import the lookup, which reads the flavors."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def resource(self) -> Resource: ...
+
+    @property
+    def workloads(self) -> list[JSON]:
+        """Its workload objects, the root first."""
+
+    @property
+    def root(self) -> JSON: ...
+
+
 def paused_patch(suspend: bool) -> JSON:
     """The merge patch that marks (or unmarks) a root as paused by kubetrain."""
     return {"metadata": {"annotations": {PAUSED_ANNOTATION: "true" if suspend else None}}}
@@ -140,6 +162,7 @@ def paused_patch(suspend: bool) -> JSON:
 __all__ = [
     "JSON",
     "EngineState",
+    "FoundJob",
     "RoleInfo",
     "annotations_of",
     "api_group",

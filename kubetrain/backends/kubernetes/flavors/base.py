@@ -37,11 +37,11 @@ from ..workload import (
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..diagnose import Diagnosis
-    from ..lookup import Located
+    from ..diagnosis import Diagnosis
     from ..render.context import Ctx, Layout
+    from ..served import Served
+    from ..workload import FoundJob
 
 
 class FlavorUnavailable(KubernetesError):
@@ -117,7 +117,7 @@ class Flavor:
 
     # -- the API: served? where? -----------------------------------------------------------------------
 
-    def missing(self, caps: Capabilities) -> str | None:
+    def missing(self, caps: Served) -> str | None:
         """Why this flavor cannot run on a cluster that serves `caps`, or None."""
         if self.install is None or caps.serves(self.group, self.version):
             return None
@@ -127,7 +127,7 @@ class Flavor:
                     f"{', '.join(self.group + '/' + v for v in served)}: upgrade {self.install}")
         return f"the {self.name} flavor needs {self.install}: this cluster does not serve the {self.group} API group"
 
-    def served_resources(self, kube: Kube, caps: Capabilities) -> list[Resource]:
+    def served_resources(self, kube: Kube, caps: Served) -> list[Resource]:
         """Its workload kinds this cluster serves (what a lookup lists)."""
         return list(self.resources) if self.missing(caps) is None else []
 
@@ -207,11 +207,11 @@ class Flavor:
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         """Stop the job's pods and keep the job (`suspend`), or start them again."""
         raise KubernetesError(f"job {job.name}: cannot {'suspend' if suspend else 'resume'} a {self.name} job")
 
-    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+    def scale(self, kube: Kube, job: FoundJob, replicas: int) -> None:
         """Change an elastic job's number of workers while it runs (default: refused, saying why)."""
         raise KubernetesError(f"job {job.name}: a {self.name} job cannot change its number of workers while it runs; "
                               "the job and kubeflow flavors can")

@@ -37,10 +37,10 @@ from .base import Controller, Features, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..lookup import Located
     from ..render.context import Ctx, Layout, RoleView
+    from ..served import Served
+    from ..workload import FoundJob
 
 INDEX_ENV = "JOB_COMPLETION_INDEX"
 
@@ -131,14 +131,14 @@ class JobFlavor(Flavor):
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         for obj in job.workloads:
             patch: JSON = {"spec": {"suspend": suspend}}
             if obj is job.root:
                 patch.update(paused_patch(suspend))
             kube.merge_patch(JOBS, meta(obj)["name"], job.namespace, patch)
 
-    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+    def scale(self, kube: Kube, job: FoundJob, replicas: int) -> None:
         """An elastic worker Job's completions and parallelism, patched together: the API server (>= 1.27)
         lets an Indexed Job change its completions only so. New indexes get pods whose agents join the
         rendezvous; the highest indexes' pods are removed (SIGTERM, then their grace period)."""

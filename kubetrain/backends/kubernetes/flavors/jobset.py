@@ -32,10 +32,10 @@ from .base import Controller, Features, Flavor
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..lookup import Located
     from ..render.context import Ctx, Layout, RoleView
+    from ..served import Served
+    from ..workload import FoundJob
 
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 API_VERSION = JOBSETS.api_version
@@ -104,7 +104,7 @@ class JobSetFlavor(Flavor):
 
     # -- control: scale -------------------------------------------------------------------------------
 
-    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+    def scale(self, kube: Kube, job: FoundJob, replicas: int) -> None:
         raise KubernetesError(
             f"job {job.name}: a JobSet's replicatedJobs cannot change once created (the JobSet webhook refuses "
             "it), so a jobset job keeps its number of workers; it still survives a lost worker pod, which its "
@@ -146,7 +146,7 @@ class JobSetFlavor(Flavor):
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         kube.merge_patch(JOBSETS, meta(job.root)["name"], job.namespace,
                          {**paused_patch(suspend), "spec": {"suspend": suspend}})
 

@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from ....frameworks import KubeflowKind
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..lookup import Located
     from ..render.context import Ctx, Layout, RoleView
+    from ..served import Served
+    from ..workload import FoundJob
 
 GROUP, VERSION = "kubeflow.org", "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -102,14 +102,14 @@ Deployment in kubeflow."""
 class KubeflowFlavor(Flavor):
     # -- the API ---------------------------------------------------------------------------------------
 
-    def missing(self, caps: Capabilities) -> str | None:
+    def missing(self, caps: Served) -> str | None:
         """A cluster with the MPI Operator alone serves kubeflow.org/v2beta1 only: it runs MPI jobs rendered
         for it (which kind a job needs is `check_served`'s)."""
         if caps.serves(GROUP, MPI_OPERATOR_VERSION):
             return None
         return super().missing(caps)
 
-    def served_resources(self, kube: Kube, caps: Capabilities) -> list[Resource]:
+    def served_resources(self, kube: Kube, caps: Served) -> list[Resource]:
         if self.missing(caps) is None and not caps.serves(GROUP, VERSION):
             return [MPIJOBS_V2]
         if self.missing(caps) is not None:
@@ -261,14 +261,14 @@ class KubeflowFlavor(Flavor):
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         kube.merge_patch(job.resource, meta(job.root)["name"], job.namespace,
                          {**paused_patch(suspend), "spec": {"runPolicy": {"suspend": suspend}}})
 
     def keeps_finished_pods(self, root: Mapping[str, Any]) -> bool:
         return ((root.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy") == "None"
 
-    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+    def scale(self, kube: Kube, job: FoundJob, replicas: int) -> None:
         """A PyTorchJob's Worker replicas, within its elasticPolicy's bounds: the operator creates or deletes
         the worker pods (as its own autoscaler does through the same field)."""
         from ....plan import check_scale

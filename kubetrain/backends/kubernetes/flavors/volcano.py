@@ -33,11 +33,11 @@ from .base import Controller, Features, Flavor
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..diagnose import Diagnosis
-    from ..lookup import Located
+    from ..diagnosis import Diagnosis
     from ..render.context import Ctx, Layout, RoleView
+    from ..served import Served
+    from ..workload import FoundJob
 
 VOLCANO_JOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", "Job")
 PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
@@ -133,7 +133,7 @@ class VolcanoFlavor(Flavor):
 
     # -- control: scale -------------------------------------------------------------------------------
 
-    def scale(self, kube: Kube, job: Located, replicas: int) -> None:
+    def scale(self, kube: Kube, job: FoundJob, replicas: int) -> None:
         raise KubernetesError(
             f"job {job.name}: kubetrain does not resize a Volcano Job: its gang (minAvailable) and the PodGroup "
             "are sized for the tasks it was created with, and a lost pod restarts the whole job (RestartJob). "
@@ -182,7 +182,7 @@ class VolcanoFlavor(Flavor):
 
     # -- control ---------------------------------------------------------------------------------------
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         """What ``vcctl job suspend/resume`` does: a bus.volcano.sh Command the Volcano controller executes."""
         if not caps.serves(COMMANDS.group, COMMANDS.version):
             raise KubernetesError(
@@ -201,7 +201,7 @@ class VolcanoFlavor(Flavor):
 
     def pending_causes(self, kube: Kube, namespace: str, root: Mapping[str, Any]) -> list[Diagnosis]:
         """The job's PodGroup: a gang Volcano cannot place says so in its Unschedulable condition."""
-        from ..diagnose import Diagnosis
+        from ..diagnosis import Diagnosis
 
         uid = meta(root).get("uid", "")
         try:

@@ -47,9 +47,9 @@ from . import jobset, kubeflow, volcano
 from .base import Controller, Features, Flavor
 
 if TYPE_CHECKING:
-    from ..capabilities import Capabilities
     from ..client.kube import Kube
-    from ..lookup import Located
+    from ..served import Served
+    from ..workload import FoundJob
 
 KF = "training.kubeflow.org/"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -309,7 +309,7 @@ class DeepSpeedJobWritten(OwnedPodsWritten):
         action = f"restarted {backoff}/{limit}, gave up" if phase is JobPhase.FAILED and limit is not None else None
         return EngineState(phase, reason, message, finished, backoff, limit, action)
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         pause = {"enable": True} if suspend else None
         kube.merge_patch(job.resource, meta(job.root)["name"], job.namespace,
                          {**paused_patch(suspend), "spec": {"runMode": {"pause": pause}}})
@@ -370,7 +370,7 @@ class TrainingWorkloadWritten(OwnedPodsWritten):
         return EngineState(phase, (cond or {}).get("reason") if failed else None,
                            (cond or {}).get("message") if failed else None, finished, 0, limit)
 
-    def suspend(self, kube: Kube, job: Located, suspend: bool, caps: Capabilities) -> None:
+    def suspend(self, kube: Kube, job: FoundJob, suspend: bool, caps: Served) -> None:
         kube.merge_patch(job.resource, meta(job.root)["name"], job.namespace,
                          {**paused_patch(suspend), "spec": {"active": {"value": not suspend}}})
 
