@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ...contract.logs import LogSink
     from ...jobspec import TrainJob
     from ..base import DryRun
-    from .backend import KubernetesBackend
     from .client.resources import Resource
+    from .cluster import Cluster
 
 _SUFFIX = string.ascii_lowercase + string.digits
 
@@ -57,7 +57,7 @@ class Written:
         return str(self.doc.get("kind"))
 
 
-def plan(backend: KubernetesBackend, job: TrainJob, warn: Any) -> Written | None:
+def plan(backend: Cluster, job: TrainJob, warn: Any) -> Written | None:
     """The job's foreign document, to submit as written, when the cluster serves its kind; else None (the job is
     converted and rendered, as for a TrainJob; ``warn`` hears why when the kind is not served)."""
     source = job.source
@@ -90,7 +90,7 @@ def plan(backend: KubernetesBackend, job: TrainJob, warn: Any) -> Written | None
     return Written(doc, follower, res, namespace)
 
 
-def run(backend: KubernetesBackend, written: Written, job: TrainJob, *, detach: bool, dry_run_mode: DryRun | None,
+def run(backend: Cluster, written: Written, job: TrainJob, *, detach: bool, dry_run_mode: DryRun | None,
         sink: LogSink | None, events: RunEvents) -> RunResult:
     """``run`` for a document as written: its dry runs, or submit and follow it (as ``KubernetesBackend.run``)."""
     what = f"{written.kind} as written"

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER
 
 if TYPE_CHECKING:
-    from .backend import KubernetesBackend
+    from .cluster import Cluster
 
 
 class ClusterChanges:
     """The backend's informers on kubetrain's workloads and pods of one namespace."""
 
-    def __init__(self, backend: KubernetesBackend, on_change: Callable[[], None]) -> None:
+    def __init__(self, backend: Cluster, on_change: Callable[[], None]) -> None:
         self.backend = backend
         self.on_change = on_change
         self._informers: list[Any] = []

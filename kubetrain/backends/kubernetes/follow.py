@@ -26,7 +26,7 @@ from .lookup import JobNotFound, Located, PodScope, ordered
 from .status_map import PodIndex, group_pods, job_status, roles_of
 
 if TYPE_CHECKING:
-    from .backend import KubernetesBackend
+    from .cluster import Cluster
     from .watch import JobWatch
 
 State = Callable[[], tuple[JobStatus | None, PodIndex, dict[str, str | None]]]
@@ -47,7 +47,7 @@ def job_state(jw: JobWatch, name: str) -> State:
     return state
 
 
-def wait(backend: KubernetesBackend, name: str, namespace: str | None, *,
+def wait(backend: Cluster, name: str, namespace: str | None, *,
          until: Callable[[JobStatus], bool] | None = None, timeout: float | None = None) -> JobStatus:
     """Block until ``until(status)`` (default: the job has ended). ``until`` sees Pending causes visible on
     the pods (``reason``); the status returned (also on timeout) is explained as by ``status``."""
@@ -85,7 +85,7 @@ def wait(backend: KubernetesBackend, name: str, namespace: str | None, *,
 
 
 def follow(
-    backend: KubernetesBackend,
+    backend: Cluster,
     name: str,
     namespace: str | None,
     *,
@@ -140,7 +140,7 @@ def follow(
     return status
 
 
-def _follow_loop(backend: KubernetesBackend, jw: JobWatch, state: State, name: str, say: Callable[[str], None],
+def _follow_loop(backend: Cluster, jw: JobWatch, state: State, name: str, say: Callable[[str], None],
                  deadline: float | None, on_status: Callable[[JobStatus], None] | None = None) -> JobStatus:
     report = on_status or (lambda status: None)
     seen = 0
@@ -215,7 +215,7 @@ def settle(jw: JobWatch, state: State, status: JobStatus, quiet: float = 0.1, ti
     return status
 
 
-def stop_hosting(backend: KubernetesBackend, jw: JobWatch) -> None:
+def stop_hosting(backend: Cluster, jw: JobWatch) -> None:
     """The root has ended: let its flavor stop what only hosted its processes (the job flavor's other
     roles' Jobs would run on)."""
     workloads, _, _ = jw.snapshot()
@@ -233,7 +233,7 @@ def deleted_status(name: str, jw: JobWatch) -> JobStatus:
     raise JobNotFound(name, jw.namespace)
 
 
-def follow_logs(backend: KubernetesBackend, loc: Located, role: str | None, index: int | None, tail: int | None,
+def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | None, tail: int | None,
                 since: Since | None, grep: str | GrepPattern | None,
                 stop: threading.Event | None = None) -> Iterator[LogRecord]:
     """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for."""
