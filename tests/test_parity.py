@@ -20,8 +20,8 @@ import kubetrain.backends.local.backend as local_backend
 import kubetrain.backends.local.gpus as gpus
 from kubetrain.backends import parity
 from kubetrain.backends.kubernetes.flavors import FLAVORS
+from kubetrain.backends.kubernetes.manifests.errors import flavors_phrase
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.backends.kubernetes.render.errors import flavors_phrase
 from kubetrain.backends.parity import (
     BACKENDS,
     DELETE,

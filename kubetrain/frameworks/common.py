@@ -88,7 +88,7 @@ class FrameworkSupport:
     """The training operator's kind, if it has one for this framework."""
     ssh_launcher: bool = False
     """On Kubernetes its launcher (`program_role`) reaches the other roles' pods over ssh (MPI's mpirun): they
-    serve ssh with a key pair of the job's (backends/kubernetes/render/mpi_ssh.py)."""
+    serve ssh with a key pair of the job's (backends/kubernetes/manifests/mpi_ssh.py)."""
     program_role: str | None = None
     """The one role whose replica runs the user's program, when only one does (MPI's launcher: its mpirun
     starts the ranks on the other roles, which run no program of their own). None: every role runs it."""

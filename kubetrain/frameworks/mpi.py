@@ -36,7 +36,7 @@ SSHD_CONFIG = "sshd_config"
 
 def sshd_argv(files_dir: str) -> tuple[str, ...]:
     """What kubetrain's MPI workers run on Kubernetes: sshd with kubetrain's config from the job's files
-    (the flavors' render/mpi_ssh.py; a conversion tells it from a program of the user's own)."""
+    (the flavors' manifests/mpi_ssh.py; a conversion tells it from a program of the user's own)."""
     return (SSHD, "-De", "-f", f"{files_dir}/{SSHD_CONFIG}")
 
 

@@ -8,7 +8,7 @@ This module is pure data: the shape check run when a job is loaded (field-pathed
 which container of a template is the MAIN one (the one kubetrain's container is merged into), what the
 main container gives the job where it sets nothing itself (command, args, env, workingDir, image), and the
 security relaxations a template asks for. The merge itself is the render's
-(`backends/kubernetes/render/pod_template_merge.py`); what the PodSpec's other fields may hold is checked
+(`backends/kubernetes/manifests/pod_template_merge.py`); what the PodSpec's other fields may hold is checked
 where manifests are checked (the API server, and the tests' schema validation).
 """
 

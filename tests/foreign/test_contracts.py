@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import kubetrain
+from kubetrain.backends.kubernetes.manifests.volumes import path_key
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.backends.kubernetes.render.volumes import path_key
 from kubetrain.foreign import convert
 from kubetrain.frameworks import Topology, support_of
 from kubetrain.frameworks.common import program_argv

@@ -93,7 +93,7 @@ def test_every_flavor_renders_what_the_controller_would_run(name: str, flavor: s
     try:
         objects = render_manifests(job, flavor).objects
     except SpecError as exc:
-        # A Volcano job's gang (minAvailable): the job flavor has none, jobset's is Kueue's (render/policy.py).
+        # A Volcano job's gang (minAvailable): the job flavor has none, jobset's is Kueue's (manifests/policy.py).
         assert doc["kind"] == "Job" and exc.paths == ["spec.scheduling.minAvailable"], exc
         assert flavor in ("job", "jobset")
         return

@@ -817,7 +817,7 @@ def mentions(text: str, path: str, extra: str = "") -> bool:
 
 
 def able_flavors(message: str) -> set[str] | None:
-    """The flavors a refusal names as able (`render.errors.flavors_phrase`), or None if it names none."""
+    """The flavors a refusal names as able (`manifests.errors.flavors_phrase`), or None if it names none."""
     if "no Kubernetes flavor can express it" in message:
         return set()
     only = re.search(r"only the (\S+) flavor can express it", message)

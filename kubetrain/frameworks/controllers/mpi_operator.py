@@ -11,7 +11,7 @@ written so): what kubeflow/mpi-operator pkg/controller/mpi_job_controller.go giv
 
 The launcher's `mpirun` (or mpiexec) is read as kubetrain's own mpi run (foreign/kubeflow.py `mpirun_run`): its
 program and options, started by kubetrain's mpirun, whose -np is the workers' slots and whose hostfile is
-kubetrain's, which reaches the workers over ssh on Kubernetes (frameworks/mpi.py, render/mpi_ssh.py); another
+kubetrain's, which reaches the workers over ssh on Kubernetes (frameworks/mpi.py, manifests/mpi_ssh.py); another
 launcher (horovodrun) runs as written. Either way the launcher gets the operator's variables and files below.
 Locally every worker is this machine: the operator's hostfile has one line, `localhost slots=<workers × slots>`,
 and the workers run nothing of their own (an sshd has nothing to serve).

@@ -152,7 +152,7 @@ def check_parity(job: TrainJob, flavor: str, shell: str = "dash", tmp_path: Path
 
 
 TRANSPORT_ENV = {"OMPI_MCA_plm_rsh_args"}
-"""What only a pod has: how an MPI launcher's ssh reaches the worker pods (render/mpi_ssh.py)."""
+"""What only a pod has: how an MPI launcher's ssh reaches the worker pods (manifests/mpi_ssh.py)."""
 
 
 def sys_executable() -> str:

@@ -13,8 +13,8 @@ from kube_emulator import KubeEmulator
 from kubernetes import client as k8s
 
 from kubetrain.backends.kubernetes.flavors import FLAVORS
+from kubetrain.backends.kubernetes.manifests.rbac import RESOLVER_RULES, rbac_manifest, rbac_objects
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.backends.kubernetes.render.rbac import RESOLVER_RULES, rbac_manifest, rbac_objects
 from kubetrain.jobspec import from_dict
 from kubetrain.plan import replica_counts
 from kubetrain.resolver import KubernetesClusterResolver

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ....jobspec.controller import Controller as SpecController
     from ..client.kube import Kube
     from ..diagnosis import Diagnosis
-    from ..render.context import Ctx, Layout
+    from ..manifests.context import Ctx, Layout
     from ..served import Served
     from ..workload import FoundJob
 
@@ -173,7 +173,7 @@ class Flavor:
 
     def ssh_keys(self, ctx: Ctx) -> Literal["plugin", "operator"] | None:
         """Who makes the key pair of a job's ssh between its pods for programs with an sshd of their own
-        (render/mpi_ssh.py): the engine ("plugin": Volcano's ssh plugin; "operator": the MPI Operator), or
+        (manifests/mpi_ssh.py): the engine ("plugin": Volcano's ssh plugin; "operator": the MPI Operator), or
         None: kubetrain, in a Secret it fills when it submits the job. kubetrain's own sshd (MPI workers without
         a program of their own) always runs with kubetrain's keys."""
         return None

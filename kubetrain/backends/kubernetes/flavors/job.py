@@ -38,7 +38,7 @@ from .base import Controller, Features, Flavor, role_of, root_first
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ..client.kube import Kube
-    from ..render.context import Ctx, Layout, RoleView
+    from ..manifests.context import Ctx, Layout, RoleView
     from ..served import Served
     from ..workload import FoundJob
 
@@ -55,15 +55,15 @@ class JobFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
-        from ..render.context import Layout, base_name, room_for_base
+        from ..manifests.context import Layout, base_name, room_for_base
 
         base = base_name(name, room_for_base(counts, 0), rfc1035=False)
         service = dns1035_label(base)
         return Layout(base, f"{base}-{{role}}-{{index}}.{service}", service, INDEX_ENV)
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..render.policy import check_common, check_indexed_completions, gang_size
-        from ..render.services import headless_service
+        from ..manifests.policy import check_common, check_indexed_completions, gang_size
+        from ..manifests.services import headless_service
 
         check_common(ctx)
         check_indexed_completions(ctx)
@@ -166,8 +166,8 @@ class JobFlavor(Flavor):
 
 
 def _indexed_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
-    from ..render.pod import PodStyle, pod_template
-    from ..render.policy import (
+    from ..manifests.pod import PodStyle, pod_template
+    from ..manifests.policy import (
         elastic_annotation,
         elastic_index_policy,
         pod_failure_policy,

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
     from ..client.kube import Kube
-    from ..render.context import Ctx, Layout, RoleView
+    from ..manifests.context import Ctx, Layout, RoleView
     from ..served import Served
     from ..workload import FoundJob
 
@@ -50,7 +50,7 @@ class JobSetFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
-        from ..render.context import Layout, base_name, room_for_base
+        from ..manifests.context import Layout, base_name, room_for_base
 
         controller = spec.controller if spec is not None else None
         base = base_name(name, room_for_base(counts, len("-0")), rfc1035=False)
@@ -66,7 +66,7 @@ class JobSetFlavor(Flavor):
             not r.jobs or r.jobs == 1 for r in controller.roles.values())
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..render.policy import check_common, check_indexed_completions, jobset_failure_policy, suspended
+        from ..manifests.policy import check_common, check_indexed_completions, jobset_failure_policy, suspended
 
         check_common(ctx)
         check_indexed_completions(ctx)
@@ -152,7 +152,7 @@ class JobSetFlavor(Flavor):
 
 
 def _check_gang(ctx: Ctx) -> None:
-    from ..render.policy import gang_size
+    from ..manifests.policy import gang_size
 
     gang = gang_size(ctx)
     scheduling = ctx.spec.scheduling
@@ -169,8 +169,8 @@ def _check_gang(ctx: Ctx) -> None:
 
 
 def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
-    from ..render.pod import PodStyle, pod_template
-    from ..render.policy import elastic_index_policy, pod_failure_policy
+    from ..manifests.pod import PodStyle, pod_template
+    from ..manifests.policy import elastic_index_policy, pod_failure_policy
 
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
@@ -190,7 +190,7 @@ def _replicated_job(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     job_spec["template"] = pod_template(ctx, view, PodStyle(index_env=INDEX_ENV))
     template_meta: dict[str, Any] = {"labels": ctx.labels(view.role)}
     if elastic:  # what the status reads to say a job that lost workers is degraded
-        from ..render.policy import elastic_annotation
+        from ..manifests.policy import elastic_annotation
 
         template_meta["annotations"] = elastic_annotation(ctx)
     return {"name": view.role, "replicas": 1, "template": {"metadata": template_meta, "spec": job_spec}}

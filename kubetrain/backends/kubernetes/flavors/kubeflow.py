@@ -20,7 +20,7 @@ for this flavor only. `cleanPodPolicy: None` keeps finished pods (and their logs
 An MPI job with `mpi.mpiJobVersion: v2beta1` renders as the MPI Operator's MPIJob (kubeflow.org/v2beta1):
 the operator makes the ssh key pair and mounts it at `sshAuthMountPath`, its workers' pods are
 `<base>-worker-<i>` in the Service `<base>-worker`, and workers without a program of their own run the
-image's `/usr/sbin/sshd -De`, as the operator would start them (render/mpi_ssh.py).
+image's `/usr/sbin/sshd -De`, as the operator would start them (manifests/mpi_ssh.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
     from ..client.kube import Kube
-    from ..render.context import Ctx, Layout, RoleView
+    from ..manifests.context import Ctx, Layout, RoleView
     from ..served import Served
     from ..workload import FoundJob
 
@@ -147,7 +147,7 @@ class KubeflowFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
-        from ..render.context import Layout, base_name, room_for_base
+        from ..manifests.context import Layout, base_name, room_for_base
 
         controller = spec.controller if spec is not None else None
         # The operator names a Service after each replica: the job name must start with a letter.
@@ -169,7 +169,7 @@ class KubeflowFlavor(Flavor):
         return controller.api_version == API_VERSION and controller.kind in CONTROLLER_KINDS
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..render.policy import kubeflow_run_policy
+        from ..manifests.policy import kubeflow_run_policy
 
         kind = _check(ctx)
         if kind is None:
@@ -287,7 +287,7 @@ class KubeflowFlavor(Flavor):
 def _check(ctx: Ctx) -> KubeflowKind | None:
     """The kind for the job's framework, or None (a problem is recorded)."""
     from ....frameworks import support_of
-    from ..render.policy import check_common
+    from ..manifests.policy import check_common
 
     check_common(ctx)
     framework = ctx.spec.framework
@@ -316,8 +316,8 @@ def _mpi_v2(spec: JobSpec | None) -> bool:
 
 
 def _replica_spec(ctx: Ctx, view: RoleView, kind: KubeflowKind, v2: bool) -> dict[str, Any]:
-    from ..render.pod import PodStyle, pod_template
-    from ..render.policy import role_policy
+    from ..manifests.pod import PodStyle, pod_template
+    from ..manifests.policy import role_policy
 
     launcher = kind.kind == "MPIJob" and view.role == "launcher"
     if v2:

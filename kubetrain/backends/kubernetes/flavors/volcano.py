@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ....jobspec.controller import Controller as SpecController
     from ..client.kube import Kube
     from ..diagnosis import Diagnosis
-    from ..render.context import Ctx, Layout, RoleView
+    from ..manifests.context import Ctx, Layout, RoleView
     from ..served import Served
     from ..workload import FoundJob
 
@@ -68,7 +68,7 @@ class VolcanoFlavor(Flavor):
     # -- render ----------------------------------------------------------------------------------------
 
     def layout(self, name: str, counts: dict[str, int], spec: JobSpec | None = None) -> Layout:
-        from ..render.context import Layout, base_name, room_for_base
+        from ..manifests.context import Layout, base_name, room_for_base
 
         controller = spec.controller if spec is not None else None
         # The svc plugin names the Service after the job: the name must start with a letter.
@@ -82,7 +82,7 @@ class VolcanoFlavor(Flavor):
         return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "Job")
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..render.policy import check_common, gang_size, volcano_policies
+        from ..manifests.policy import check_common, gang_size, volcano_policies
 
         check_common(ctx)
         scheduling = ctx.spec.scheduling
@@ -97,7 +97,7 @@ class VolcanoFlavor(Flavor):
                      "RestartJob, within maxRetry), not that pod alone, and `kubetrain scale` is refused: the "
                      "job survives a loss by a gang restart, never degraded; the job and jobset flavors replace "
                      "a lost pod alone and the others run on")
-        from ..render import mpi_ssh
+        from ..manifests import mpi_ssh
 
         plugins: dict[str, list[str]] = {"svc": [], "env": []}
         ssh_plugin = mpi_ssh.volcano_plugin(ctx)
@@ -111,7 +111,7 @@ class VolcanoFlavor(Flavor):
 
             # Volcano's own plugins, as the job file asks for them, give what its containers read; kubetrain's
             # env and svc are there too for its own start-up script (the task index, the host names). The ssh
-            # plugin is kubetrain's to decide, with the job's sshAuthMountPath (render/mpi_ssh.py).
+            # plugin is kubetrain's to decide, with the job's sshAuthMountPath (manifests/mpi_ssh.py).
             plugins = {**plugins, **{k: v for k, v in given(controller).items() if k != "ssh"}}
         spec: dict[str, Any] = {
             "schedulerName": scheduling.scheduler_name or SCHEDULER,
@@ -229,8 +229,8 @@ class VolcanoFlavor(Flavor):
 
 
 def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
-    from ..render.pod import PodStyle, pod_template
-    from ..render.policy import volcano_task_policies
+    from ..manifests.pod import PodStyle, pod_template
+    from ..manifests.policy import volcano_task_policies
 
     style = PodStyle(index_env=INDEX_ENV, engine_env=("VC_TASK_INDEX",), pod_scheduler=False)
     task = ctx.layout.role_names.get(view.role, view.role)

@@ -1,8 +1,9 @@
 """render(job, flavor) → plain Kubernetes manifests (dicts). Pure: no I/O, no cluster, no client calls.
 
-Flavors (docs/render.md has the full mapping) are the objects of `..flavors.FLAVORS`, looked up by name;
-each gives the layout and the workload objects, and this package what they share (the wired roles, pod
-templates, volumes, resources, policies, Services, RBAC):
+Flavors (docs/render.md has the full mapping) are the objects of `..flavors.FLAVORS`, looked up by name here
+once and handed down in the render context; each gives the layout and the workload objects, and
+:mod:`..manifests` what they share (the wired roles, pod templates, volumes, resources, policies, Services,
+RBAC):
 
 - `job` (default): an Indexed batch/v1 Job per role + a headless Service. Kubernetes ≥ 1.27 only.
 - `jobset`: one JobSet (jobset.x-k8s.io/v1alpha2), a replicatedJob per role, gang restart.
@@ -31,11 +32,11 @@ from ....frameworks import Topology
 from ....jobspec import DistributedConfig, TrainJob
 from ....plan import Plan, replica_counts
 from ..flavors import FLAVORS, Flavor, get_flavor
-from . import mpi_ssh
-from .context import Ctx, Options, check_spec, wire_roles
-from .errors import Problems
+from ..manifests import mpi_ssh
+from ..manifests.context import Ctx, Options, check_spec, wire_roles
+from ..manifests.errors import Problems
+from ..manifests.services import files_configmap, port_services
 from .output import dump, to_json, to_yaml
-from .services import files_configmap, port_services
 
 ETCD_MAX_BYTES = 1536 * 1024
 """etcd's default request limit (1.5 MiB): an object larger than this cannot be stored."""
@@ -143,7 +144,7 @@ def render_manifests(
     objects += mpi_ssh.objects(ctx)
     objects += port_services(ctx)
     if api_access:
-        from .rbac import rbac_objects
+        from ..manifests.rbac import rbac_objects
 
         # RoleBinding subjects need a namespace: the default one when the job names none.
         objects += rbac_objects(name, options.namespace or "default", job.spec.service_account,
@@ -159,7 +160,7 @@ def render_manifests(
 def _pod_problems(ctx: Ctx) -> None:
     """The flavor refused the job before rendering its pods (kubeflow: no kind for the framework): render
     them anyway, for their problems, so that every problem is reported at once rather than in rounds."""
-    from .pod import PodStyle, pod_template
+    from ..manifests.pod import PodStyle, pod_template
 
     assert ctx.problems.errors, f"the {ctx.flavor.name} flavor rendered no objects and said nothing"
     for view in ctx.roles:

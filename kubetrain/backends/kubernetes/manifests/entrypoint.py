@@ -185,7 +185,7 @@ def script(
     by_index: Mapping[int, Sequence[tuple[str, str]]] | None = None,
 ) -> Script:
     """`exports`: (variable name, shell word) in order. Names must be shell names (checked here). `lines`:
-    kubetrain's own shell, run after the exports and before the program (MPI's ssh: render/mpi_ssh.py). `args`:
+    kubetrain's own shell, run after the exports and before the program (MPI's ssh: manifests/mpi_ssh.py). `args`:
     the program's arguments computed here (run.expandEnv): (position counted from the last argument, shell
     word), after those. `by_index`: exports only the replica of that index gets, after the others (a
     controller's rank 0)."""

@@ -76,7 +76,7 @@ class Engine(Protocol):
 
 
 Keys = Literal["kubetrain", "plugin", "operator"]
-"""Who makes the key pair of a job's ssh between its pods (render/mpi_ssh.py)."""
+"""Who makes the key pair of a job's ssh between its pods (manifests/mpi_ssh.py)."""
 
 
 @dataclass(frozen=True)
