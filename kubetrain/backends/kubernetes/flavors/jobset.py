@@ -66,7 +66,7 @@ class JobSetFlavor(Flavor):
             not r.jobs or r.jobs == 1 for r in controller.roles.values())
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..manifests.policy import check_common, check_indexed_completions, jobset_failure_policy, suspended
+        from ..manifests.policy import check_common, check_indexed_completions, suspended
 
         check_common(ctx)
         check_indexed_completions(ctx)
@@ -83,7 +83,7 @@ class JobSetFlavor(Flavor):
             "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True,
                         "subdomain": ctx.layout.service},
             "replicatedJobs": jobs,
-            "failurePolicy": jobset_failure_policy(ctx),
+            "failurePolicy": failure_policy(ctx),
         }
         success = ctx.spec.run_policy.success_roles
         if success:
@@ -209,5 +209,28 @@ FLAVOR = JobSetFlavor(
     features=Features(success_roles=True, gang=True, gang_needs_kueue=True),
     controller=CONTROLLER,
 )
+
+
+def failure_policy(ctx: Ctx) -> dict[str, Any]:
+    """Gang restart: any failed Job restarts the whole JobSet, maxRestarts times; a Job of a role whose
+    restartPolicy is Never, or failed by its podFailurePolicy (permanent exit code, preemption with
+    terminateAfterPreemption), fails the JobSet."""
+    from ..manifests.policy import restarts_allowed, role_policy
+
+    restarts = restarts_allowed(ctx)
+    out: dict[str, Any] = {"maxRestarts": restarts}
+    # JobSet's webhook takes rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
+    rules: list[dict[str, Any]] = []
+    never = [view.role for view in ctx.roles if role_policy(ctx, view.role) == "Never"]
+    if restarts and never:
+        rules.append({"name": "NotRestarted", "action": "FailJobSet", "targetReplicatedJobs": never})
+    exit_code = any(role_policy(ctx, view.role) == "ExitCode" for view in ctx.roles)
+    if exit_code or ctx.spec.scheduling.terminate_after_preemption:
+        rules.append({"name": "PermanentFailure", "action": "FailJobSet",
+                      "onJobFailureReasons": ["PodFailurePolicy"]})
+    if rules:
+        out["rules"] = rules
+    return out
+
 
 __all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "JOBSETS", "JobSetFlavor"]

@@ -169,8 +169,6 @@ class KubeflowFlavor(Flavor):
         return controller.api_version == API_VERSION and controller.kind in CONTROLLER_KINDS
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..manifests.policy import kubeflow_run_policy
-
         kind = _check(ctx)
         if kind is None:
             return []
@@ -180,7 +178,7 @@ class KubeflowFlavor(Flavor):
                           else replica_type(v.role)) for v in ctx.roles}
         spec: dict[str, Any] = {
             kind.replica_specs: {types[v.role]: _replica_spec(ctx, v, kind, v2) for v in ctx.roles},
-            "runPolicy": kubeflow_run_policy(ctx),
+            "runPolicy": run_policy(ctx),
         }
         if kind.kind == "MPIJob":
             workers = [v for v in ctx.roles if v.role == "worker"]
@@ -353,5 +351,32 @@ FLAVOR = KubeflowFlavor(
     replaced_pods_are_restarts=True,
     controller=CONTROLLER,
 )
+
+
+def run_policy(ctx: Ctx) -> dict[str, Any]:
+    """runPolicy: the training operator's own fields for the spec's runPolicy, restarts and gang."""
+    from ..manifests.policy import gang_size, restarts_allowed, suspended
+
+    policy = ctx.spec.run_policy
+    out: dict[str, Any] = {}
+    if policy.clean_pod_policy is not None:
+        out["cleanPodPolicy"] = policy.clean_pod_policy
+    if policy.ttl_seconds_after_finished is not None:
+        out["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
+    if policy.active_deadline_seconds is not None:
+        out["activeDeadlineSeconds"] = policy.active_deadline_seconds
+    out["backoffLimit"] = restarts_allowed(ctx)
+    if suspended(ctx):
+        out["suspend"] = True
+    gang = gang_size(ctx)
+    if gang is not None:
+        scheduling: dict[str, Any] = {"minAvailable": gang}
+        if ctx.spec.scheduling.queue:
+            scheduling["queue"] = ctx.spec.scheduling.queue
+        if ctx.spec.scheduling.priority_class:
+            scheduling["priorityClass"] = ctx.spec.scheduling.priority_class
+        out["schedulingPolicy"] = scheduling
+    return out
+
 
 __all__ = ["API_VERSION", "FLAVOR", "INDEX_ENV", "MPIJOBS_V2", "RESOURCES", "KubeflowFlavor", "replica_type"]

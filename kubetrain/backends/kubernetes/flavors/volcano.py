@@ -82,7 +82,7 @@ class VolcanoFlavor(Flavor):
         return controller is not None and (controller.api_version, controller.kind) == (API_VERSION, "Job")
 
     def objects(self, ctx: Ctx) -> list[dict[str, Any]]:
-        from ..manifests.policy import check_common, gang_size, volcano_policies
+        from ..manifests.policy import check_common, gang_size
 
         check_common(ctx)
         scheduling = ctx.spec.scheduling
@@ -91,7 +91,7 @@ class VolcanoFlavor(Flavor):
             # Volcano gangs every job; without a gang asked for, the default is the whole job, unless the
             # spec said gang: false.
             gang = 1 if scheduling.gang is False else ctx.total_replicas
-        policies, max_retry = volcano_policies(ctx)
+        policies, max_retry = job_policies(ctx)
         if ctx.spec.elastic is not None and ctx.spec.elastic.enabled:
             ctx.warn("volcano: a lost worker pod restarts the whole Volcano Job (its PodFailed policy "
                      "RestartJob, within maxRetry), not that pod alone, and `kubetrain scale` is refused: the "
@@ -230,13 +230,12 @@ class VolcanoFlavor(Flavor):
 
 def _task(ctx: Ctx, view: RoleView) -> dict[str, Any]:
     from ..manifests.pod import PodStyle, pod_template
-    from ..manifests.policy import volcano_task_policies
 
     style = PodStyle(index_env=INDEX_ENV, engine_env=("VC_TASK_INDEX",), pod_scheduler=False)
     task = ctx.layout.role_names.get(view.role, view.role)
     out: dict[str, Any] = {"name": task, "replicas": view.replicas, "template": pod_template(ctx, view, style)}
     # A role with a restartPolicy of its own: its task's policies, which Volcano reads before the job's.
-    policies = volcano_task_policies(ctx, view.role)
+    policies = task_policies(ctx, view.role)
     if (ctx.launcher_style and not view.hosting) or view.role in (ctx.spec.run_policy.success_roles or ()):
         # The hosting replicas never finish on their own: the job is done when the launcher is (or the roles
         # runPolicy.successRoles names).
@@ -260,6 +259,44 @@ FLAVOR = VolcanoFlavor(
     gpu_share_resources=("volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"),
     controller=CONTROLLER,
 )
+
+
+def _failure_policies(ctx: Ctx, policy: str) -> list[dict[str, Any]]:
+    """Volcano policies for a pod failure under `policy`. Volcano takes the first policy that matches an
+    event, so exit-code rules come before the PodFailed restart."""
+    from ..manifests.policy import permanent_codes, restarts_allowed
+
+    restarts = restarts_allowed(ctx) if policy != "Never" else 0
+    out: list[dict[str, Any]] = []
+    if policy == "ExitCode" and restarts:
+        out += [{"exitCode": code, "action": "TerminateJob"} for code in permanent_codes(ctx)]
+    out.append({"event": "PodFailed", "action": "RestartJob" if restarts else "TerminateJob"})
+    return out
+
+
+def job_policies(ctx: Ctx) -> tuple[list[dict[str, Any]], int]:
+    """(job policies, maxRetry), for the job's restartPolicy; see `task_policies` for roles with
+    their own."""
+    from ..manifests.policy import restarts_allowed
+
+    restarts = restarts_allowed(ctx)
+    policies = _failure_policies(ctx, ctx.spec.job_restart_policy())
+    evicted = "TerminateJob" if ctx.spec.scheduling.terminate_after_preemption else "RestartJob"
+    policies.append({"event": "PodEvicted", "action": evicted})
+    # Volcano's webhook turns maxRetry 0 into 3; a preemption restart still needs room to happen.
+    return policies, max(restarts, 1)
+
+
+def task_policies(ctx: Ctx, role: str) -> list[dict[str, Any]]:
+    """A task's own failure policies when its role's restartPolicy is not the job's ([] otherwise). Volcano
+    reads a task's policies before the job's, so they win for its pods."""
+    from ..manifests.policy import role_policy
+
+    policy = role_policy(ctx, role)
+    if policy == ctx.spec.job_restart_policy():
+        return []
+    return _failure_policies(ctx, policy)
+
 
 __all__ = ["API_VERSION", "COMMANDS", "FLAVOR", "INDEX_ENV", "PODGROUPS", "VOLCANO_JOBS", "VOLCANO_QUEUES",
            "VolcanoFlavor"]

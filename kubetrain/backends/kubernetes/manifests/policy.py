@@ -8,7 +8,9 @@ ExitCode: 1–127 permanent, 128–255 retried, overridden by exitCodes. A role'
 (`roles.<role>.restartPolicy`) is rendered where its replicas are: its Job (job), its replicatedJob's
 failure rule (jobset), its task's policies (volcano), its replica spec (kubeflow).
 
-The table of what maps to what, per flavor, is in docs/render.md ("Policies").
+What every flavor shares is here (the checks, the Indexed Jobs' fields of job and jobset); each flavor's own
+fields are in its module (`..flavors.jobset.failure_policy`, `..flavors.volcano.job_policies`,
+`..flavors.kubeflow.run_policy`). The table of what maps to what, per flavor, is in docs/render.md ("Policies").
 """
 
 from __future__ import annotations
@@ -185,89 +187,6 @@ def elastic_index_policy(ctx: Ctx, role: str) -> dict[str, Any]:
     }
 
 
-# -- jobset --------------------------------------------------------------------------------------------
-
-
-def jobset_failure_policy(ctx: Ctx) -> dict[str, Any]:
-    """Gang restart: any failed Job restarts the whole JobSet, maxRestarts times; a Job of a role whose
-    restartPolicy is Never, or failed by its podFailurePolicy (permanent exit code, preemption with
-    terminateAfterPreemption), fails the JobSet."""
-    restarts = restarts_allowed(ctx)
-    out: dict[str, Any] = {"maxRestarts": restarts}
-    # JobSet's webhook takes rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
-    rules: list[dict[str, Any]] = []
-    never = [view.role for view in ctx.roles if role_policy(ctx, view.role) == "Never"]
-    if restarts and never:
-        rules.append({"name": "NotRestarted", "action": "FailJobSet", "targetReplicatedJobs": never})
-    exit_code = any(role_policy(ctx, view.role) == "ExitCode" for view in ctx.roles)
-    if exit_code or ctx.spec.scheduling.terminate_after_preemption:
-        rules.append({"name": "PermanentFailure", "action": "FailJobSet",
-                      "onJobFailureReasons": ["PodFailurePolicy"]})
-    if rules:
-        out["rules"] = rules
-    return out
-
-
-# -- volcano -------------------------------------------------------------------------------------------
-
-
-def _failure_policies(ctx: Ctx, policy: str) -> list[dict[str, Any]]:
-    """Volcano policies for a pod failure under `policy`. Volcano takes the first policy that matches an
-    event, so exit-code rules come before the PodFailed restart."""
-    restarts = restarts_allowed(ctx) if policy != "Never" else 0
-    out: list[dict[str, Any]] = []
-    if policy == "ExitCode" and restarts:
-        out += [{"exitCode": code, "action": "TerminateJob"} for code in permanent_codes(ctx)]
-    out.append({"event": "PodFailed", "action": "RestartJob" if restarts else "TerminateJob"})
-    return out
-
-
-def volcano_policies(ctx: Ctx) -> tuple[list[dict[str, Any]], int]:
-    """(job policies, maxRetry), for the job's restartPolicy; see `volcano_task_policies` for roles with
-    their own."""
-    restarts = restarts_allowed(ctx)
-    policies = _failure_policies(ctx, ctx.spec.job_restart_policy())
-    evicted = "TerminateJob" if ctx.spec.scheduling.terminate_after_preemption else "RestartJob"
-    policies.append({"event": "PodEvicted", "action": evicted})
-    # Volcano's webhook turns maxRetry 0 into 3; a preemption restart still needs room to happen.
-    return policies, max(restarts, 1)
-
-
-def volcano_task_policies(ctx: Ctx, role: str) -> list[dict[str, Any]]:
-    """A task's own failure policies when its role's restartPolicy is not the job's ([] otherwise). Volcano
-    reads a task's policies before the job's, so they win for its pods."""
-    policy = role_policy(ctx, role)
-    if policy == ctx.spec.job_restart_policy():
-        return []
-    return _failure_policies(ctx, policy)
-
-
-# -- kubeflow ------------------------------------------------------------------------------------------
-
-
-def kubeflow_run_policy(ctx: Ctx) -> dict[str, Any]:
-    policy = ctx.spec.run_policy
-    out: dict[str, Any] = {}
-    if policy.clean_pod_policy is not None:
-        out["cleanPodPolicy"] = policy.clean_pod_policy
-    if policy.ttl_seconds_after_finished is not None:
-        out["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
-    if policy.active_deadline_seconds is not None:
-        out["activeDeadlineSeconds"] = policy.active_deadline_seconds
-    out["backoffLimit"] = restarts_allowed(ctx)
-    if suspended(ctx):
-        out["suspend"] = True
-    gang = gang_size(ctx)
-    if gang is not None:
-        scheduling: dict[str, Any] = {"minAvailable": gang}
-        if ctx.spec.scheduling.queue:
-            scheduling["queue"] = ctx.spec.scheduling.queue
-        if ctx.spec.scheduling.priority_class:
-            scheduling["priorityClass"] = ctx.spec.scheduling.priority_class
-        out["schedulingPolicy"] = scheduling
-    return out
-
-
 __all__ = [
     "check_common",
     "check_indexed_completions",
@@ -275,14 +194,10 @@ __all__ = [
     "elastic_index_policy",
     "elastic_role",
     "gang_size",
-    "jobset_failure_policy",
-    "kubeflow_run_policy",
     "permanent_codes",
     "pod_failure_policy",
     "restarts_allowed",
     "role_policy",
     "role_restarts",
     "suspended",
-    "volcano_policies",
-    "volcano_task_policies",
 ]
