@@ -6,7 +6,7 @@ output for the same job when torchx is installed.
     python benchmarks/render.py --json              # machine-readable
 
 The job: PyTorch DDP, a master and N - 1 workers (N = 1: one worker), 8 GPUs, CPU, memory and /dev/shm
-per replica. Time is the median wall time of `render()` (spec → manifest dicts, size checks included)
+per replica. Time is the median wall time of `render_manifests()` (spec → manifest dicts, size checks included)
 over repeated runs; bytes are of the YAML (`kubetrain render -o yaml`) and of compact JSON (what the API server stores).
 Goal (issue 4): 1,000 replicas in ≤ 20 ms and ≤ 10 KB for the job and jobset flavors.
 
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubetrain.backends.kubernetes.render import FLAVORS, render, to_yaml
+from kubetrain.backends.kubernetes.render import FLAVORS, render_manifests, to_yaml
 from kubetrain.jobspec import TrainJob, from_dict
 
 IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
@@ -102,7 +102,8 @@ def measure(replicas: list[int]) -> list[dict[str, Any]]:
     for n in replicas:
         spec = job(n)
         for flavor in FLAVORS:
-            seconds, objects = timed(functools.partial(render, spec, flavor), 3)
+            seconds, rendered = timed(functools.partial(render_manifests, spec, flavor), 3)
+            objects = rendered.objects
             yaml_bytes, json_bytes = sizes(objects)
             rows.append({"tool": "kubetrain", "flavor": flavor, "replicas": n, "ms": seconds * 1000,
                          "yaml_bytes": yaml_bytes, "json_bytes": json_bytes})

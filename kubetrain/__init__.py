@@ -131,10 +131,9 @@ def load(path: str, *, overrides: list[str] | None = None) -> TrainJob:
 def render(job: TrainJob, flavor: str = DEFAULT_FLAVOR, namespace: str | None = None) -> list[dict[str, Any]]:
     """Kubernetes manifests for `job` (plain dicts): flavor job | jobset | volcano | kubeflow (UsageError
     for another)."""
-    from .backends.kubernetes.render import render_job
+    from .backends.kubernetes.render import render_manifests
 
-    objects, _warnings = render_job(job, flavor, namespace)
-    return objects
+    return render_manifests(job, flavor, namespace).objects
 
 
 def run(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.kubernetes.flavors import FLAVORS
-from kubetrain.backends.kubernetes.render import render, render_manifests
+from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.frameworks import local_topology
 from kubetrain.frameworks.deepspeed import NODE_LAUNCH
 from kubetrain.jobspec import SpecError
@@ -24,6 +24,7 @@ from kubetrain.plan import Plan, plan, replica_counts
 from tests.kubernetes.render.test_env import DUMP_ENV, check_parity, engine_env, sys_executable
 from tests.support.kubelet import kubelet_env, main_container, make_job, pod_templates, run_container
 from tests.support.manifest_schemas import assert_valid
+from tests.support.render import render
 
 PORTS = [41001, 41002, 41003, 41004, 41005]
 PROGRAM = {"python": ["train.py", "--deepspeed_config", "ds.json"]}

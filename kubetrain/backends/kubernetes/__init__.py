@@ -6,8 +6,7 @@ Importing this package costs nothing: the names below are imported on first use 
 
 - ``KubernetesBackend`` (:mod:`.backend`): the `kubetrain.backends.base.Backend` on a cluster;
 - ``FLAVORS`` (:mod:`.flavors`): the one list of flavors;
-- ``render_job``, ``render_manifests``, ``render_with_warnings``, ``Rendered`` (:mod:`.render`; ``render`` here is
-  that package, whose ``render`` function gives the manifests alone).
+- ``render_manifests``, ``Rendered`` (:mod:`.render`): the render's one entry point and what it gives.
 """
 
 from __future__ import annotations
@@ -19,16 +18,14 @@ if TYPE_CHECKING:
     from .backend import KubernetesBackend
     from .client.errors import KubernetesError
     from .flavors import FLAVORS
-    from .render import Rendered, render_job, render_manifests, render_with_warnings
+    from .render import Rendered, render_manifests
 
 _EXPORTS = {
     "KubernetesBackend": "backend",
     "KubernetesError": "client.errors",
     "FLAVORS": "flavors",
     "Rendered": "render",
-    "render_job": "render",
     "render_manifests": "render",
-    "render_with_warnings": "render",
 }
 
 
@@ -38,5 +35,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FLAVORS", "KubernetesBackend", "KubernetesError", "Rendered", "render_job", "render_manifests",
-           "render_with_warnings"]
+__all__ = ["FLAVORS", "KubernetesBackend", "KubernetesError", "Rendered", "render_manifests"]

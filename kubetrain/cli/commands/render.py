@@ -24,16 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...backends.kubernetes.render import dump, render_job
+    from ...backends.kubernetes.render import dump, render_manifests
     from ..options import errors_at_source, load_job_sources
 
     # every document of the file, as kubectl takes them: TrainJobs, and foreign kinds converted
     objects: list[dict[str, Any]] = []
     for job, conversion in load_job_sources(args.file, overrides=args.overrides):
         with errors_at_source(conversion):
-            rendered, warnings = render_job(job, args.flavor, args.namespace)
-        objects += rendered
-        for warning in warnings:  # a foreign file's: at the source field and line the setting came from
+            rendered = render_manifests(job, args.flavor, args.namespace)
+        objects += rendered.objects
+        for warning in rendered.warnings:  # a foreign file's: at the source field and line the setting came from
             print(f"WARNING: {conversion.at_source(warning) if conversion else warning}", file=sys.stderr)
     sys.stdout.write(dump(objects, args.output))
     return 0

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.kubernetes.flavors import FLAVORS
-from kubetrain.backends.kubernetes.render import render
 from kubetrain.jobspec import from_dict
 from tests.support.manifest_schemas import assert_valid
+from tests.support.render import render
 
 
 def job(**spec: Any) -> Any:

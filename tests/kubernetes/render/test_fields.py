@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 from kube_emulator.validation import check_pod_spec
 
-from kubetrain.backends.kubernetes.render import FLAVORS, render, render_manifests
+from kubetrain.backends.kubernetes.render import FLAVORS, render_manifests
 from kubetrain.jobspec import DistributedConfig, SpecError
 from tests.support.kubelet import main_container, make_job, pod_specs, pod_templates
 from tests.support.manifest_schemas import assert_valid
+from tests.support.render import render
 
 Manifest = dict[str, Any]
 

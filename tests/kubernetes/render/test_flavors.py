@@ -12,8 +12,6 @@ import yaml
 from kubetrain.backends.kubernetes.render import (
     FLAVORS,
     Rendered,
-    render,
-    render_job,
     render_manifests,
     to_json,
     to_yaml,
@@ -22,6 +20,7 @@ from kubetrain.contract.naming import is_dns1035_label, is_dns_label
 from kubetrain.jobspec import DistributedConfig, SpecError, TrainJob, load_file
 from tests.support.kubelet import main_container, make_job, pod_specs, pod_templates
 from tests.support.manifest_schemas import assert_valid, validate_manifest
+from tests.support.render import render
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/job.yaml"))
@@ -377,14 +376,14 @@ def test_render_is_deterministic_and_yaml_and_json_round_trip() -> None:
         assert json.loads(to_json(first))["items"] == first
 
 
-def test_cli_entry_returns_objects_and_warnings() -> None:
+def test_the_entry_point_returns_objects_and_warnings() -> None:
     job = make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["x"]},
                     "mounts": ["type=device,src=/dev/fuse"]})
-    objects, warnings = render_job(job, "job", "ns")
-    assert objects[0]["metadata"]["namespace"] == "ns"
-    assert any("PRIVILEGED" in w and "/dev/fuse" in w for w in warnings)
+    rendered = render_manifests(job, "job", "ns")
+    assert rendered.objects[0]["metadata"]["namespace"] == "ns"
+    assert any("PRIVILEGED" in w and "/dev/fuse" in w for w in rendered.warnings)
     with pytest.raises(ValueError, match="unknown flavor"):
-        render_job(job, "argo")
+        render_manifests(job, "argo")
 
 
 def test_every_error_is_reported_at_once() -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetrain.backends.kubernetes.render import render, to_yaml
+from kubetrain.backends.kubernetes.render import to_yaml
 from kubetrain.jobspec import load_file
 from tests.support.manifest_schemas import assert_valid
+from tests.support.render import render
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "render"

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.render import FLAVORS, render
+from kubetrain.backends.kubernetes.render import FLAVORS
 from kubetrain.jobspec import DistributedConfig, SpecError
 from kubetrain.jobspec.kube_models import kube_to_dict
 from tests.support.kubelet import make_job, pod_templates
 from tests.support.manifest_schemas import assert_valid
+from tests.support.render import render
 
 POOL = "kubetrain.dev/node-pool"
 SPEC: dict[str, Any] = {"framework": "pytorch", "roles": {"master": {}, "worker": {"replicas": 2}},

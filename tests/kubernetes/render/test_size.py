@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.render import ETCD_MAX_BYTES, FLAVORS, render, to_yaml
+from kubetrain.backends.kubernetes.render import ETCD_MAX_BYTES, FLAVORS, to_yaml
 from kubetrain.jobspec import SpecError, TrainJob
 from tests.support.kubelet import make_job
+from tests.support.render import render
 
 
 def ddp(replicas: int, **spec: Any) -> TrainJob:

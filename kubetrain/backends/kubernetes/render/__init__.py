@@ -1,4 +1,5 @@
-"""render(job, flavor) → plain Kubernetes manifests (dicts). Pure: no I/O, no cluster, no client calls.
+"""render_manifests(job, flavor) → plain Kubernetes manifests (dicts) and the warnings for a user's eyes, as a
+`Rendered`: the one entry point of the render. Pure: no I/O, no cluster, no client calls.
 
 Flavors (docs/render.md has the full mapping) are the objects of `..flavors.FLAVORS`, looked up by name here
 once and handed down in the render context; each gives the layout and the workload objects, and
@@ -13,7 +14,7 @@ RBAC):
 Objects come in creation order. The first is the root: every other object is owned by it, so deleting
 it deletes the job. Owner references need the root's uid, which exists only once the root is created:
 `render` leaves them out (the output applies as is, e.g. through GitOps), and a submitter creates the
-root, then the rest with `Rendered.with_owner(uid)` (or `render(..., owner_uid=uid)`).
+root, then the rest with `Rendered.with_owner(uid)` (or `render_manifests(..., owner_uid=uid)`).
 
 Every field of the spec maps, or the render fails with one SpecError listing each field that the flavor
 cannot express and the flavors that can. Things worth a human's eye (privileged pods) are warnings.
@@ -176,40 +177,13 @@ def _check_sizes(ctx: Ctx, objects: list[dict[str, Any]]) -> None:
                              hint=ctx.flavor.oversize_hint)
 
 
-def render_with_warnings(
-    job_or_plan: TrainJob | Plan, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None,
-    **options: Any,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """(manifests, warnings): the warnings are for the user's eyes (the CLI prints them to stderr)."""
-    rendered = render_manifests(job_or_plan, flavor, namespace, **options)
-    return rendered.objects, rendered.warnings
-
-
-def render(
-    job_or_plan: TrainJob | Plan, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None,
-    **options: Any,
-) -> list[dict[str, Any]]:
-    """The manifests of `job` for `flavor`, root first, as plain dicts. See `render_manifests`."""
-    return render_manifests(job_or_plan, flavor, namespace, **options).objects
-
-
-def render_job(
-    job: TrainJob, flavor: str | Flavor = DEFAULT_FLAVOR, namespace: str | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """What `kubetrain render` calls: (manifests, warnings). Raises SpecError, UsageError (flavor)."""
-    return render_with_warnings(job, flavor, namespace)
-
-
 __all__ = [
     "ETCD_MAX_BYTES",
     "FLAVORS",
     "Rendered",
     "dump",
     "generated_name",
-    "render",
-    "render_job",
     "render_manifests",
-    "render_with_warnings",
     "to_json",
     "to_yaml",
 ]
