@@ -119,7 +119,7 @@ def run(backend: Cluster, written: Written, job: TrainJob, *, detach: bool, dry_
     result.status = following.follow(backend, sub.name, sub.namespace, sink=sink, on_event=events.say,
                                      timeout=backend.timeout, cancel_on_interrupt=True, resource=written.resource,
                                      on_status=events.status if events.wants_status else None,
-                                     scope=pod_scope(written.follower, sub.name, sub.root))
+                                     scope=pod_scope(written.follower, sub.name, sub.root), flavor=written.follower)
     return result
 
 

@@ -131,6 +131,7 @@ class KubernetesBackend(Cluster):
                     notes.append(no_sign_of_life(chosen, seen))
             rendered = render_manifests(job, chosen, ns, name=name)
         else:
+            chosen = None
             caps = self.capabilities()
             served = [f for f in AUTO_ORDER if caps.missing(f) is None]
             # Served is not enough: a flavor whose controller shows no sign of life would leave the job Pending.
@@ -145,6 +146,7 @@ class KubernetesBackend(Cluster):
             for candidate in candidates:
                 try:
                     rendered = render_manifests(job, candidate, ns, name=name)
+                    chosen = get_flavor(candidate)
                     break
                 except SpecError as exc:
                     first_error = first_error or exc
@@ -153,7 +155,8 @@ class KubernetesBackend(Cluster):
                 raise first_error
         rendered.warnings[:0] = notes
         if check:
-            get_flavor(rendered.flavor).check_served(self.kube, rendered.root)
+            assert chosen is not None and chosen.name == rendered.flavor
+            chosen.check_served(self.kube, rendered.root)
             check_queue(self.kube, self.capabilities(), rendered.root, self.namespace)
         return rendered
 
@@ -247,9 +250,10 @@ class KubernetesBackend(Cluster):
             if not attached:
                 result.status = self.status_in(sub.name, sub.namespace)
                 return result
+            flavor = get_flavor(sub.flavor)  # the one the job was rendered for, handed down to the follow
             result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
                                              timeout=self.timeout, cancel_on_interrupt=True,
-                                             resource=get_flavor(sub.flavor).resource_of(sub.root),
+                                             resource=flavor.resource_of(sub.root), flavor=flavor,
                                              on_status=events.status if events.wants_status else None)
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM (the CLI's `Interrupted`) after the job was created and before the follow took
@@ -270,8 +274,8 @@ class KubernetesBackend(Cluster):
     def describe(self, job_id: str) -> Description:
         loc = self._locate(job_id, None)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
-        diagnoses = self.diagnose_pending(status, loc.workloads, pods)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
+        diagnoses = self.diagnose_pending(status, loc.workloads, pods, flavor=loc.flavor)
         status = self.explain(status, loc.workloads, pods, diagnoses)
         grouped = group_pods(pods, roles_of(loc.flavor, loc.workloads))
         # The root object as submitted: without what the API server keeps beside it (status, managedFields).
@@ -404,7 +408,7 @@ class KubernetesBackend(Cluster):
         volcano refuse, saying why."""
         loc = self._locate(job_id, None)
         pods = job_pods(self.kube, loc.name, loc.namespace)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
         if status.phase.is_terminal:
             raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value}): there is nothing to scale")
         loc.flavor.scale(self.kube, loc, replicas)
@@ -413,7 +417,7 @@ class KubernetesBackend(Cluster):
     def _set_suspended(self, name: str, suspend: bool) -> JobStatus:
         loc = self._locate(name, None)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
         if status.phase.is_terminal:
             raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value})")
         if suspend and status.phase is JobPhase.SUSPENDED:

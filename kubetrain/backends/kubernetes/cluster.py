@@ -118,27 +118,29 @@ class Cluster:
     def status_in(self, name: str, namespace: str | None, *, explain: bool = True) -> JobStatus:
         loc = self._locate(name, namespace)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
         if explain:
-            status = self.explain(status, loc.workloads, pods)
+            status = self.explain(status, loc.workloads, pods, flavor=loc.flavor)
         return status
 
     def explain(self, status: JobStatus, workloads: Sequence[Any], pods: Sequence[Any],
-                diagnoses: Sequence[Diagnosis] | None = None) -> JobStatus:
+                diagnoses: Sequence[Diagnosis] | None = None, *, flavor: Flavor | None = None) -> JobStatus:
         """Why Pending replicas are (the reason and message), what the failed replica said last."""
         if diagnoses is None:
-            diagnoses = self.diagnose_pending(status, workloads, pods)
+            diagnoses = self.diagnose_pending(status, workloads, pods, flavor=flavor)
         pending_reason(status, diagnoses)
         if status.first_failure is not None and not status.first_failure.last_lines:
             status.first_failure.last_lines = last_lines(self.kube, status, pods)
         return status
 
     def diagnose_pending(self, status: JobStatus, workloads: Sequence[Any], pods: Sequence[Any],
-                         *, reads: bool = True) -> list[Diagnosis]:
-        """Why replicas are Pending (``reads=False``: only what the pods show, no request)."""
+                         *, reads: bool = True, flavor: Flavor | None = None) -> list[Diagnosis]:
+        """Why replicas are Pending (``reads=False``: only what the pods show, no request); ``flavor``: the
+        job's, when known."""
         caps = self.capabilities() if reads else None
         return diagnose(self.kube if reads else None, status, workloads, pods,
-                        kueue_version=caps.kueue_version if caps else None, untouched_after=self.untouched_after)
+                        kueue_version=caps.kueue_version if caps else None, untouched_after=self.untouched_after,
+                        flavor=flavor)
 
     def until_untouched(self, status: JobStatus | None, jw: JobWatch) -> float | None:
         """Seconds until a job nothing has acted on has waited ``untouched_after`` (None: no such wait): when a
@@ -174,7 +176,7 @@ class Cluster:
     def cancel_in(self, name: str, namespace: str | None) -> JobStatus:
         loc = self._locate(name, namespace)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace)
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
         if status.phase.is_terminal:
             raise KubernetesError(f"job {loc.name} has already ended ({status.phase.value}); "
                                   f"kubetrain delete {loc.name} removes it")

@@ -24,7 +24,7 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import EVENTS, KUEUE_GROUP, Resource
 from .diagnosis import Diagnosis, merge
-from .flavors import flavor_of
+from .flavors import Flavor, flavor_of
 from .status_map import group_pods, main_container_status, pod_scheduling_problem, roles_of
 from .workload import JSON, RoleInfo, conditions_of, labels, meta, true_condition
 
@@ -78,11 +78,13 @@ def image_hint(reason: str, message: str) -> str:
 # --------------------------------------------------------------------------------------------- from pods
 
 
-def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]) -> tuple[
-        list[Diagnosis], list[JSON], list[str]]:
+def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], *,
+              flavor: Flavor | None = None) -> tuple[list[Diagnosis], list[JSON], list[str]]:
     """Causes visible on the pods themselves; plus the pods stuck creating (their events may tell more) and
-    the replicas that have no pod at all."""
-    roles: list[RoleInfo] = roles_of(flavor_of(workloads[0]) if workloads else None, workloads)
+    the replicas that have no pod at all. ``flavor``: the job's (else read from its first workload object)."""
+    if flavor is None and workloads:
+        flavor = flavor_of(workloads[0])
+    roles: list[RoleInfo] = roles_of(flavor, workloads)
     grouped = group_pods(pods, roles)
     found: list[Diagnosis] = []
     creating: list[JSON] = []
@@ -241,13 +243,13 @@ def untouched_for(status: JobStatus, workloads: Sequence[Mapping[str, Any]], pod
 
 
 def untouched(status: JobStatus, workloads: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]],
-              after: float, now: float | None = None) -> Diagnosis | None:
+              after: float, now: float | None = None, *, flavor: Flavor | None = None) -> Diagnosis | None:
     """The job's controller has not acted on it for ``after`` seconds: say so, and where to look."""
     age = untouched_for(status, workloads, pods, now)
     if age is None or age < after:
         return None
     root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
-    flavor = flavor_of(root)
+    flavor = flavor if flavor is not None else flavor_of(root)
     controller = flavor.controller if flavor is not None else None
     kind = str(root.get("kind") or "object")
     what = controller.what if controller is not None else f"the controller of {kind}"
@@ -271,25 +273,27 @@ def diagnose(
     *,
     kueue_version: str | None = None,
     untouched_after: float | None = None,
+    flavor: Flavor | None = None,
 ) -> list[Diagnosis]:
     """Every cause holding Pending replicas (empty when none is Pending). ``kube=None``: pods only.
     ``untouched_after``: a job no controller has acted on for that many seconds is said to be (NoController),
-    and nothing else is looked up for it (nothing else can be the cause yet)."""
+    and nothing else is looked up for it (nothing else can be the cause yet). ``flavor``: the job's, when the
+    caller knows it; else read once from its root object."""
     if status.phase.is_terminal or not any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
         return []
     if not workloads:
         return []
+    root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
+    flavor = flavor if flavor is not None else flavor_of(root)
     if untouched_after is not None:
-        idle = untouched(status, workloads, pods, untouched_after)
+        idle = untouched(status, workloads, pods, untouched_after, flavor=flavor)
         if idle is not None:
             return [idle]
-    found, creating, missing = from_pods(workloads, pods)
+    found, creating, missing = from_pods(workloads, pods, flavor=flavor)
     if kube is None:
         return found
     namespace = status.namespace or meta(workloads[0]).get("namespace") or "default"
-    root = next((w for w in workloads if not meta(w).get("ownerReferences")), workloads[0])
     replica_of = {}
-    flavor = flavor_of(root)
     roles = roles_of(flavor, workloads)
     grouped = group_pods(pods, roles)
     for (role, index), pod in grouped.current.items():

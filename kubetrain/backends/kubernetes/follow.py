@@ -20,7 +20,7 @@ from ...status import JobPhase, JobStatus, ReplicaPhase
 from .client.errors import KubernetesError
 from .client.resources import Resource
 from .describe import last_lines, pending_reason
-from .flavors import flavor_of
+from .flavors import Flavor, flavor_of
 from .logs import LogFollower, Since
 from .lookup import JobNotFound, Located, PodScope, ordered
 from .status_map import PodIndex, group_pods, job_status, roles_of
@@ -34,17 +34,27 @@ State = Callable[[], tuple[JobStatus | None, PodIndex, dict[str, str | None]]]
 role → main container)."""
 
 
-def job_state(jw: JobWatch, name: str) -> State:
-    def state() -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
-        workloads, pods, _deleted = jw.snapshot()
+class JobState:
+    """The job as the watch sees it now (a `State`), with its flavor resolved once: handed in (a job just
+    submitted or located) or read from the first root the watch holds, then kept for every later look."""
+
+    def __init__(self, jw: JobWatch, name: str, flavor: Flavor | None = None) -> None:
+        self.jw, self.name, self.flavor = jw, name, flavor
+
+    def __call__(self) -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
+        workloads, pods, _deleted = self.jw.snapshot()
         if not workloads:
             return None, PodIndex({}, {}), {}
         objs = ordered(workloads)
-        roles = roles_of(flavor_of(objs[0]), objs)
-        status = job_status(objs, pods, job_id=name, namespace=jw.namespace)
+        if self.flavor is None:
+            self.flavor = flavor_of(objs[0])
+        roles = roles_of(self.flavor, objs)
+        status = job_status(objs, pods, job_id=self.name, namespace=self.jw.namespace, flavor=self.flavor)
         return status, group_pods(pods, roles), {r.role: r.container for r in roles}
 
-    return state
+
+def job_state(jw: JobWatch, name: str, flavor: Flavor | None = None) -> JobState:
+    return JobState(jw, name, flavor)
 
 
 def wait(backend: Cluster, name: str, namespace: str | None, *,
@@ -71,9 +81,10 @@ def wait(backend: Cluster, name: str, namespace: str | None, *,
                 continue
             status = state()[0]
             if status is None:
-                return deleted_status(name, jw)
+                return deleted_status(name, jw, state.flavor)
             workloads, pods, _ = jw.snapshot()
-            status = pending_reason(status, backend.diagnose_pending(status, ordered(workloads), pods, reads=False))
+            status = pending_reason(status, backend.diagnose_pending(status, ordered(workloads), pods, reads=False,
+                                                                     flavor=state.flavor))
             if until(status) or timed_out:
                 if status.phase.is_terminal:
                     status = settle(jw, state, status)
@@ -81,7 +92,7 @@ def wait(backend: Cluster, name: str, namespace: str | None, *,
                 break
     if status is None:
         return backend.status_in(name, namespace)
-    return backend.explain(status, ordered(workloads), pods)
+    return backend.explain(status, ordered(workloads), pods, flavor=state.flavor)
 
 
 def follow(
@@ -96,16 +107,18 @@ def follow(
     resource: Resource | None = None,
     on_status: Callable[[JobStatus], None] | None = None,
     scope: PodScope | None = None,
+    flavor: Flavor | None = None,
 ) -> JobStatus:
     """Follow a job to its end: every replica's output into ``sink``, status changes and Pending causes
     (one line per cause, with a hint) to ``on_event``. Returns the final status. Ctrl-C cancels the job
     when ``cancel_on_interrupt``. ``resource``: the job's workload kind when known (as after a submit), which
-    saves looking the job up. ``on_status``: the job's status each time the watch sees the workload or a pod
-    change (pods scheduled, pulling, starting, running, ending), with the Pending causes the pods show."""
+    saves looking the job up, and ``flavor`` its flavor (else read from the watched root, once). ``on_status``:
+    the job's status each time the watch sees the workload or a pod change (pods scheduled, pulling, starting,
+    running, ending), with the Pending causes the pods show."""
     say = on_event or (lambda text: None)
     deadline = None if timeout is None else time.monotonic() + timeout
     jw = backend.watch(name, namespace, resource=resource, scope=scope)
-    state = job_state(jw, name)
+    state = job_state(jw, name, flavor)
     log_thread: threading.Thread | None = None
     follower: LogFollower | None = None
     if sink is not None:
@@ -140,7 +153,7 @@ def follow(
     return status
 
 
-def _follow_loop(backend: Cluster, jw: JobWatch, state: State, name: str, say: Callable[[str], None],
+def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say: Callable[[str], None],
                  deadline: float | None, on_status: Callable[[JobStatus], None] | None = None) -> JobStatus:
     report = on_status or (lambda status: None)
     seen = 0
@@ -162,7 +175,7 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: State, name: str, say: C
             continue
         status = state()[0]
         if status is None:
-            return deleted_status(name, jw)
+            return deleted_status(name, jw, state.flavor)
         if status.phase.is_terminal:
             status = settle(jw, state, status)
         for r in status.replicas:
@@ -178,14 +191,14 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: State, name: str, say: C
             last_phase = status.phase
         if status.phase.is_terminal:
             report(status)
-            stop_hosting(backend, jw)
+            stop_hosting(backend, jw, state.flavor)
             return status
         if any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
             workloads, pods, _ = jw.snapshot()
             reads = time.monotonic() - last_read >= backend.diagnose_every
             if reads:
                 last_read = time.monotonic()
-            diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads)
+            diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads, flavor=state.flavor)
             for d in diagnoses:
                 line = d.line()
                 if line not in said:
@@ -215,21 +228,20 @@ def settle(jw: JobWatch, state: State, status: JobStatus, quiet: float = 0.1, ti
     return status
 
 
-def stop_hosting(backend: Cluster, jw: JobWatch) -> None:
+def stop_hosting(backend: Cluster, jw: JobWatch, flavor: Flavor | None) -> None:
     """The root has ended: let its flavor stop what only hosted its processes (the job flavor's other
     roles' Jobs would run on)."""
     workloads, _, _ = jw.snapshot()
     objs = ordered(workloads)
-    flavor = flavor_of(objs[0]) if objs else None
-    if flavor is not None:
+    if objs and flavor is not None:
         flavor.stop_hosts(backend.kube, jw.namespace, objs)
 
 
-def deleted_status(name: str, jw: JobWatch) -> JobStatus:
+def deleted_status(name: str, jw: JobWatch, flavor: Flavor | None = None) -> JobStatus:
     deleted = list(jw.workloads.deleted.values())
     _, pods, _ = jw.snapshot()
     if deleted:
-        return job_status(ordered(deleted), pods, job_id=name, namespace=jw.namespace, deleted=True)
+        return job_status(ordered(deleted), pods, job_id=name, namespace=jw.namespace, deleted=True, flavor=flavor)
     raise JobNotFound(name, jw.namespace)
 
 
@@ -240,8 +252,8 @@ def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | N
     jw = backend.watch(loc.name, loc.namespace, resource=loc.resource, scope=loc.pods)
     try:
         jw.wait_synced(30)
-        follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name), role=role, index=index,
-                               tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop)
+        follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name, loc.flavor), role=role,
+                               index=index, tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop)
         yield from follower
     finally:
         jw.stop()
@@ -253,5 +265,5 @@ def as_error(exc: BaseException) -> KubernetesError:
     return KubernetesError(f"watching the job failed: {type(exc).__name__}: {exc}")
 
 
-__all__ = ["State", "as_error", "deleted_status", "follow", "follow_logs", "job_state", "settle", "stop_hosting",
-           "wait"]
+__all__ = ["JobState", "State", "as_error", "deleted_status", "follow", "follow_logs", "job_state", "settle",
+           "stop_hosting", "wait"]

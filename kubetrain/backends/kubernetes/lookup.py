@@ -157,8 +157,9 @@ def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None, *,
         flavor = flavor_of(objs[0])
         if flavor is not None and flavor.as_written:  # its pods carry its controller's labels, not kubetrain's
             job_pod_list = job_pods(kube, job, job_ns, pod_scope(flavor, meta(objs[0]).get("name", job), objs[0]))
-        status = job_status(objs, job_pod_list, job_id=job, namespace=job_ns)
-        out.append(pending_reason(status, diagnose(None, status, objs, job_pod_list, untouched_after=untouched_after)))
+        status = job_status(objs, job_pod_list, job_id=job, namespace=job_ns, flavor=flavor)
+        out.append(pending_reason(status, diagnose(None, status, objs, job_pod_list, untouched_after=untouched_after,
+                                                   flavor=flavor)))
     out.sort(key=lambda s: (s.created_at or 0.0, s.job_id), reverse=True)
     return out
 

@@ -232,14 +232,16 @@ def job_status(
     job_id: str | None = None,
     namespace: str | None = None,
     deleted: bool = False,
+    flavor: Flavor | None = None,
 ) -> JobStatus:
     """The status of one job from its workload object(s) and pods.
 
-    ``deleted``: the root is gone (seen deleted by a watch): the job was cancelled.
+    ``deleted``: the root is gone (seen deleted by a watch): the job was cancelled. ``flavor``: the job's, when
+    the caller knows it (a job located, submitted or watched); else read from its first workload object.
     """
     if not workloads:
         raise ValueError("a job status needs its workload object")
-    flavor = flavor_of(workloads[0])
+    flavor = flavor if flavor is not None else flavor_of(workloads[0])
     ordered = flavor.order(workloads) if flavor is not None else [dict(w) for w in workloads]
     root = ordered[0]
     rmeta = meta(root)
