@@ -11,6 +11,7 @@ import inspect
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,7 +205,12 @@ def test_what_a_caller_reads_of_a_job_comes_through_the_protocol(emulated: Clust
         changed.clear()
         emulated.start_pods(backend, "job", sub.name)
         assert changed.wait(10), "pods created: a change"
-        assert backend.framework(sub.name) == "pytorch"  # from the watches' objects
+        # From the watches' objects: the first change may be the pods' informer's, before the workloads' has
+        # listed, so wait for the workloads' to hold the job rather than read it once.
+        deadline = time.monotonic() + 10
+        while backend.framework(sub.name) != "pytorch" and time.monotonic() < deadline:
+            changed.wait(0.1)
+        assert backend.framework(sub.name) == "pytorch"
         assert feed.error is None
     finally:
         feed.stop()

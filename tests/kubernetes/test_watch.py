@@ -149,7 +149,11 @@ def test_a_deleted_job_ends_the_wait_as_cancelled(emulated: Cluster) -> None:
     b = emulated.backend()
     sub = b.submit(from_dict(job_doc("deleted", replicas=1)), flavor="job")
     thread, out = _in_thread(lambda: b.wait(sub.name, timeout=10))
-    time.sleep(0.1)
+    # Delete once the wait has found the job and watches it (its jobs watch is open), not after a fixed time: on
+    # a loaded machine the job could be gone before the wait looked it up (JobNotFound, not a cancelled job).
+    deadline = time.monotonic() + 10
+    while not _watches(emu, "jobs") and time.monotonic() < deadline:
+        time.sleep(0.05)
     emu.delete("jobs", "deleted-worker", propagation="Background")
     thread.join(10)
     assert out[0].phase is JobPhase.CANCELLED and out[0].reason == "Deleted"
