@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kubetrain.backends.kubernetes.render import render_job
+from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec.relaxations import BY_KEY, PREFIX
 from tests.support.helpers import cli
@@ -256,7 +256,8 @@ def rendered(tmp_path: Path, text: str) -> tuple[Path, list[dict[str, Any]], lis
     path = tmp_path / "job.yaml"
     path.write_text(text)
     job, conversion = load_job_file(path)
-    objects, warnings = render_job(job, "volcano" if "batch.volcano.sh" in text else "job")
+    rendered = render_manifests(job, "volcano" if "batch.volcano.sh" in text else "job")
+    objects, warnings = rendered.objects, rendered.warnings
     return path, objects, [conversion.at_source(w) if conversion else w for w in warnings]
 
 
