@@ -1,4 +1,4 @@
-"""What a review of foreign job files found, fixed: a sidecar kept beside the main container, values the source
+"""Foreign job files' harder corners: a sidecar kept beside the main container, values the source
 system would reject are errors (not notes that claim them mapped), args without a command refused with a hint,
 approximations without a home of their own worded as such."""
 

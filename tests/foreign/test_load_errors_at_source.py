@@ -1,5 +1,5 @@
 """Loading foreign job files and the errors about them, as a user meets them: every error names the field the user
-wrote, on its line, in the words of the kind they wrote (issue 13's review)."""
+wrote, on its line, in the words of the kind they wrote."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a user review of foreign job files found, each fixed as the user meets it on the command line:
+"""Foreign job files as a user meets them on the command line:
 files of several documents, `--set` on a foreign file, stdin, relaxation warnings said once, Run:ai base
 workloads found by name, and `convert` comments that say what they mean."""
 
