@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kubetrain.contract.logs import LogRecord
-from kubetrain.ui.app import TimedGrep, after_cursor, hits, line_event, log_resume
+from kubetrain.ui.log_query import TimedGrep, after_cursor, hits, line_event, log_resume
 
 MS = 1_000_000
 
