@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .backends.kubernetes.options import KubernetesOptions
     from .backends.local.backend import LocalError
     from .backends.local.options import LocalOptions
-    from .backends.local.store import StoreError
+    from .backends.local.store_connection import StoreError
     from .contract.errors import KubetrainError, UsageError
     from .contract.logs import LogRecord, LogSink
     from .foreign import Conversion, convert
@@ -49,7 +49,7 @@ _EXPORTS = {
     "KubetrainError": "contract.errors",
     "UsageError": "contract.errors",
     "LocalError": "backends.local.backend",
-    "StoreError": "backends.local.store",
+    "StoreError": "backends.local.store_connection",
     "KubernetesError": "backends.kubernetes.client.errors",
     "LogRecord": "contract.logs",
     "LogSink": "contract.logs",

@@ -19,7 +19,7 @@ import pytest
 from kubetrain.backends.local.backend import LocalBackend, LocalError, LocalRefusal
 from kubetrain.backends.local.gpus import GpuInventory, discover_gpus, parse_nvidia_smi
 from kubetrain.backends.local.launch import LaunchRecord, machine_fit
-from kubetrain.backends.local.store import JobNotFoundError
+from kubetrain.backends.local.store_connection import JobNotFoundError
 from kubetrain.contract.errors import EXIT_USAGE, KubetrainError
 from kubetrain.plan import plan
 from kubetrain.status import JobPhase

@@ -12,16 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.backends.local.store import (
-    AmbiguousJobIdError,
-    JobNotFoundError,
-    JobStore,
-    RequestKind,
-    StoreError,
-    pid_alive,
-    process_start_time,
-    state_dir,
-)
+from kubetrain.backends.local.procfs import pid_alive, proc_start_time
+from kubetrain.backends.local.store import JobStore
+from kubetrain.backends.local.store_connection import JobNotFoundError, StoreError, state_dir
+from kubetrain.backends.local.store_jobs import AmbiguousJobIdError
+from kubetrain.backends.local.store_requests import RequestKind
 from kubetrain.status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 
 SPEC = json.dumps({"name": "demo", "roles": [{"name": "worker", "replicas": 2}]})
@@ -195,7 +190,7 @@ def test_update_replica(store: JobStore) -> None:
     assert first.phase is ReplicaPhase.RUNNING and first.pid == os.getpid() and first.started_at is not None
     # The pid's start time is captured so a reused pid is never mistaken for this replica.
     record = next(r for r in store.replica_records(job_id) if (r.role, r.index) == ("worker", 1))
-    assert record.pid_start_time == process_start_time(os.getpid())
+    assert record.pid_start_time == proc_start_time(os.getpid())
 
     store.update_replica(job_id, "worker", 1, phase=ReplicaPhase.FAILED, exit_code=3, reason="Error")
     failed = store.get_status(job_id).replica("worker", 1)
@@ -335,7 +330,7 @@ def test_supervisor_liveness(store: JobStore) -> None:
 
 def test_pid_alive_rejects_reused_pid() -> None:
     me = os.getpid()
-    start = process_start_time(me)
+    start = proc_start_time(me)
     assert start is not None
     assert pid_alive(me, start)
     assert not pid_alive(me, start + 1)  # same pid, different process start: not ours
@@ -343,7 +338,7 @@ def test_pid_alive_rejects_reused_pid() -> None:
 
 def test_zombie_is_dead() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    start = process_start_time(child.pid)
+    start = proc_start_time(child.pid)
     deadline = time.monotonic() + 10
     while pid_alive(child.pid, start) and time.monotonic() < deadline:
         time.sleep(0.01)

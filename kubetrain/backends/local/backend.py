@@ -51,7 +51,9 @@ from .changes import StoreChanges
 from .launch import LAYOUT, LaunchRecord, MachineFit, machine_fit, role_working_dirs
 from .processes import kill_recorded
 from .procfs import is_stopped, pid_alive, processes_with_env
-from .store import JobNotFoundError, JobStore, RequestKind
+from .store import JobStore
+from .store_connection import JobNotFoundError
+from .store_requests import RequestKind
 from .supervisor import (
     BY_CTRL_C,
     BY_SIGTERM,

@@ -57,7 +57,7 @@ DEFAULT_MAX_FILES = 5
 # The supervisor that writes the logs takes the two above from env_names.LOG_MAX_SIZE / LOG_MAX_FILES.
 #: Free space a log writer leaves on its filesystem: output stops being written (and is counted) below
 #: it, so that the job's final status, its conditions and the truncation markers still fit. The job
-#: store keeps a reserve file of its own besides (``store.RESERVE_BYTES``) for when something else
+#: store keeps a reserve file of its own besides (``disk_reserve.RESERVE_BYTES``) for when something else
 #: fills the disk. The kubelet's answer to the same problem is its nodefs eviction threshold.
 DISK_HEADROOM = 256 * 1024
 # After a failed write, how long before writing is tried again (statvfs alone can be wrong: quotas).

@@ -41,7 +41,9 @@ from .live_output import Messages
 from .logfiles import iter_log
 from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup, kill_recorded
 from .procfs import pid_alive, proc_start_time
-from .store import JobNotFoundError, JobStore, RequestKind
+from .store import JobStore
+from .store_connection import JobNotFoundError
+from .store_requests import RequestKind
 
 DEFAULT_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL when stopping replicas (Kubernetes' default is 30)."""
