@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kubetrain.backends.local import backend as local_backend
-from kubetrain.backends.local import launch
+from kubetrain.backends.local import launch, machine_fit
 from kubetrain.backends.local.backend import DRY_RUN_FILES_DIR, LocalBackend, build_launch_record, fit_job
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.cli.output import dump
@@ -29,7 +29,7 @@ def fixed_ports_and_cores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Ports fixed, so the record the supervisor would get can be built again and compared; and room for 64
     replicas on any machine (the cores check is `test_sizes`'s)."""
     monkeypatch.setattr(local_backend, "free_ports", lambda count: list(range(20000, 20000 + count)))
-    monkeypatch.setattr(launch, "PROCS_PER_CORE", 10_000)
+    monkeypatch.setattr(machine_fit, "PROCS_PER_CORE", 10_000)
     yield
 
 

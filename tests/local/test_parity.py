@@ -18,7 +18,8 @@ import pytest
 
 from kubetrain.backends.local.backend import LocalBackend, LocalError, LocalRefusal
 from kubetrain.backends.local.gpus import GpuInventory, discover_gpus, parse_nvidia_smi
-from kubetrain.backends.local.launch import LaunchRecord, machine_fit
+from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.backends.local.machine_fit import machine_fit
 from kubetrain.backends.local.store_connection import JobNotFoundError
 from kubetrain.contract.errors import EXIT_USAGE, KubetrainError
 from kubetrain.plan import plan

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local.launch import FDS_PER_PROCESS, FDS_RESERVED, PROCS_PER_CORE
+from kubetrain.backends.local.machine_fit import FDS_PER_PROCESS, FDS_RESERVED, PROCS_PER_CORE
 from kubetrain.jobspec.types import MAX_DEADLINE_SECONDS
 from kubetrain.status import JobPhase
 from tests.support.helpers import CLI, cli, generic, job_file, make_job, no_traceback, run_job, write

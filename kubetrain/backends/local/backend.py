@@ -6,7 +6,7 @@ through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `back
 `processes` are what `kubetrain attach` starts again; its change feed is `changes.StoreChanges`). Job ids
 may be given as an unambiguous prefix everywhere.
 
-Before a job is created, this machine's verdict on it (`launch.machine_fit`): what it cannot provide is
+Before a job is created, this machine's verdict on it (`machine_fit.machine_fit`): what it cannot provide is
 refused (`LocalRefusal`, every problem with its field path), what it approximates is said as a warning,
 and each replica gets its own GPUs. Finished jobs past their runPolicy.ttlSecondsAfterFinished are
 deleted, logs included, by the next call that looks at jobs (`run`, `list`, and every call taking an id).
@@ -48,7 +48,8 @@ from ..base import (
     StillStopping,
 )
 from .changes import StoreChanges
-from .launch import LAYOUT, LaunchRecord, MachineFit, machine_fit, role_working_dirs
+from .launch import LAYOUT, LaunchRecord
+from .machine_fit import MachineFit, machine_fit, role_working_dirs
 from .processes import kill_recorded
 from .procfs import is_stopped, pid_alive, processes_with_env
 from .store import JobStore
@@ -185,7 +186,7 @@ def fit_job(
     gpus: Callable[[], GpuInventory] | None = None,
     folders: Mapping[str, str] | None = None,
 ) -> MachineFit:
-    """This machine's verdict on `job` (`launch.machine_fit`); `LocalRefusal` with every problem when it
+    """This machine's verdict on `job` (`machine_fit.machine_fit`); `LocalRefusal` with every problem when it
     cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`); `folders`: where each
     role's processes start (None: `role_folders(job, base_dir)`)."""
     from ...jobspec import FieldError
@@ -203,17 +204,17 @@ def fit_job(
 
 def missing_scripts(job: TrainJob, folders: Mapping[str, str]) -> list[FieldError]:
     """Each `run.python` script of `job` that is not in its role's folder (`folders`, from `role_folders`;
-    `launch.missing_scripts`), as field errors."""
+    `machine_fit.missing_scripts`), as field errors."""
     from ...jobspec import FieldError
     from ...plan import plan
-    from .launch import missing_scripts as missing
+    from .machine_fit import missing_scripts as missing
 
     return [FieldError(r.path, r.message, hint=r.hint) for r in missing(plan(job), folders)]
 
 
 def role_folders(job: TrainJob, base_dir: Path) -> dict[str, str]:
     """Where each role's processes start: its own workingDir (or its podTemplate main container's), else the
-    job's, under the job file's folder `base_dir` (`launch.role_working_dirs`) — where its pods would start."""
+    job's, under the job file's folder `base_dir` (`machine_fit.role_working_dirs`) — where its pods would start."""
     from ...plan import plan
 
     return role_working_dirs(plan(job), str(base_dir))
