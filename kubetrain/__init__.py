@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .backends.base import Backend, BackendOptions, RunEvent, RunResult, open_backend
     from .backends.kubernetes.client.errors import KubernetesError
     from .backends.kubernetes.options import KubernetesOptions
-    from .backends.local.backend import LocalError
+    from .backends.local.errors import LocalError
     from .backends.local.options import LocalOptions
     from .backends.local.store_connection import StoreError
     from .contract.errors import KubetrainError, UsageError
@@ -48,7 +48,7 @@ _EXPORTS = {
     "KubernetesOptions": "backends.kubernetes.options",
     "KubetrainError": "contract.errors",
     "UsageError": "contract.errors",
-    "LocalError": "backends.local.backend",
+    "LocalError": "backends.local.errors",
     "StoreError": "backends.local.store_connection",
     "KubernetesError": "backends.kubernetes.client.errors",
     "LogRecord": "contract.logs",

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-import kubetrain.backends.local.backend as local_backend
 import kubetrain.backends.local.gpus as gpus
+import kubetrain.backends.local.prepare as local_prepare
 from kubetrain.backends import parity
 from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.manifests.errors import flavors_phrase
@@ -53,7 +53,7 @@ def fixed_machine() -> Iterator[None]:
     """The local dry run takes ports free right now, and this machine's GPUs: fixed ones make dry runs
     comparable, and the verdicts the same on every machine."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(local_backend, "free_ports", lambda count: list(range(41000, 41000 + count)))
+        mp.setattr(local_prepare, "free_ports", lambda count: list(range(41000, 41000 + count)))
         mp.setattr(gpus, "discover_gpus",
                    lambda **_: gpus.GpuInventory(tuple(gpus.Gpu(i, uuid=f"GPU-{i}") for i in range(GPUS)), "test"))
         yield

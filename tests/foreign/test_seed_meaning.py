@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local.backend import free_ports
+from kubetrain.backends.local.prepare import free_ports
 from kubetrain.foreign import convert
 from kubetrain.status import JobPhase
 from tests.support.helpers import no_process_left_behind, run_job, write  # noqa: F401 (an autouse fixture)

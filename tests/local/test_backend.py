@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local.backend import LocalError
+from kubetrain.backends.local.errors import LocalError
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (
     PIDFILE_SLEEP,

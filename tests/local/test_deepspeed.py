@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from kubetrain import load
-from kubetrain.backends.local.backend import free_ports
 from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.backends.local.prepare import free_ports
 from kubetrain.frameworks import local_topology
 from kubetrain.plan import plan, replica_counts
 from kubetrain.status import JobPhase

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.backends.local import backend as local_backend
 from kubetrain.backends.local import launch, machine_fit
-from kubetrain.backends.local.backend import DRY_RUN_FILES_DIR, LocalBackend, build_launch_record, fit_job
+from kubetrain.backends.local import prepare as local_prepare
+from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.backends.local.prepare import DRY_RUN_FILES_DIR, prepare_launch
 from kubetrain.cli.output import dump
 from kubetrain.jobspec import TrainJob
 from tests.support.helpers import cli, job_file, make_job
@@ -28,7 +29,7 @@ FRAMEWORKS = ["pytorch", "tensorflow", "deepspeed", "mpi", "jax", "generic"]
 def fixed_ports_and_cores(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Ports fixed, so the record the supervisor would get can be built again and compared; and room for 64
     replicas on any machine (the cores check is `test_sizes`'s)."""
-    monkeypatch.setattr(local_backend, "free_ports", lambda count: list(range(20000, 20000 + count)))
+    monkeypatch.setattr(local_prepare, "free_ports", lambda count: list(range(20000, 20000 + count)))
     monkeypatch.setattr(machine_fit, "PROCS_PER_CORE", 10_000)
     yield
 
@@ -43,8 +44,8 @@ def dry_run(job: TrainJob, folder: Path) -> dict[str, Any]:
 def supervised(job: TrainJob, folder: Path) -> LaunchRecord:
     """The launch record a run of `job` gives its supervisor (on the same ports as the dry run)."""
     job = job.with_base_dir(folder)
-    fit = fit_job(job, folder)
-    return build_launch_record(job, job.name, DRY_RUN_FILES_DIR, cwd=str(folder), preload=None, fit=fit)
+    preload = local_prepare.preload_modules(job, None)
+    return prepare_launch(job, job.name, DRY_RUN_FILES_DIR, base_dir=folder, cwd=str(folder), preload=preload).record
 
 
 def as_documented(plan: Mapping[str, Any]) -> dict[str, dict[str, str]]:

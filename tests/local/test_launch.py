@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.base import Backend
-from kubetrain.backends.local.backend import LocalBackend, LocalError
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.backends.local.errors import LocalError
 from kubetrain.backends.local.launch import LaunchProcess, LaunchRecord
 from kubetrain.contract.errors import UsageError
 from kubetrain.frameworks import local_topology

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local.backend import LocalBackend, LocalError, LocalRefusal
+from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.backends.local.errors import LocalError, LocalRefusal
 from kubetrain.backends.local.gpus import GpuInventory, discover_gpus, parse_nvidia_smi
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.machine_fit import machine_fit

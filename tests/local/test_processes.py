@@ -22,6 +22,7 @@ import pytest
 
 from kubetrain.backends.local import logfiles, processes
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
+from kubetrain.backends.local.job_processes import kill_recorded
 from kubetrain.backends.local.logfiles import (
     LineAssembler,
     LogWriter,
@@ -34,7 +35,6 @@ from kubetrain.backends.local.processes import (
     LaunchSpec,
     ProcessGroup,
     find_program,
-    kill_recorded,
     proc_start_time,
 )
 from kubetrain.contract.logs import LogRecord

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.backends.local.backend import local_plan
 from kubetrain.backends.local.launch import LaunchRecord
+from kubetrain.backends.local.prepare import local_plan
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (
     cli,

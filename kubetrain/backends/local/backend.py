@@ -6,9 +6,10 @@ through a request row plus a SIGTERM that wakes it. `LocalBackend` answers `back
 `processes` are what `kubetrain attach` starts again; its change feed is `changes.StoreChanges`). Job ids
 may be given as an unambiguous prefix everywhere.
 
-Before a job is created, this machine's verdict on it (`machine_fit.machine_fit`): what it cannot provide is
-refused (`LocalRefusal`, every problem with its field path), what it approximates is said as a warning,
-and each replica gets its own GPUs. Finished jobs past their runPolicy.ttlSecondsAfterFinished are
+Before a job is created it is planned once and judged by this machine (`prepare.prepare_launch`): what it
+cannot provide is refused (`LocalRefusal`, every problem with its field path), what it approximates is said
+as a warning, and each replica gets its own GPUs. A supervisor that died or is stopped is found out and
+stood in for by `supervisor_liveness`. Finished jobs past their runPolicy.ttlSecondsAfterFinished are
 deleted, logs included, by the next call that looks at jobs (`run`, `list`, and every call taking an id).
 """
 
@@ -19,24 +20,21 @@ import contextlib
 import json
 import os
 import re
-import select
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
-from ...contract.errors import EXIT_USAGE, KubetrainError, UsageError
+from ...contract.errors import UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...contract.pause import pause_point
-from ...status import Condition, ConditionStatus, JobPhase, JobStatus, ReplicaPhase
+from ...status import Condition, ConditionStatus, JobPhase, JobStatus
 from ..base import (
     DryRun,
     EventSink,
@@ -48,192 +46,45 @@ from ..base import (
     StillStopping,
 )
 from .changes import StoreChanges
+from .errors import DeletedWhileFollowed, LocalError
+from .job_processes import kill_job_processes
 from .launch import LAYOUT, LaunchRecord
-from .machine_fit import MachineFit, machine_fit, role_working_dirs
-from .processes import kill_recorded
-from .procfs import is_stopped, pid_alive, processes_with_env
+from .prepare import (
+    DRY_RUN_FILES_DIR,
+    Prepared,
+    base_dir_of,
+    metrics_dir_of,
+    preload_modules,
+    prepare_launch,
+    working_dir,
+)
+from .procfs import is_stopped
 from .store import JobStore
 from .store_connection import JobNotFoundError
+from .store_jobs import JobIdTaken, new_job_id
 from .store_requests import RequestKind
-from .supervisor import (
-    BY_CTRL_C,
-    BY_SIGTERM,
-    DEFAULT_GRACE,
-    REASON_CANCELLED,
-    REASON_SUSPENDED,
-    SupervisorState,
-    read_state,
-    save_environment,
-    state_path,
-    write_state,
+from .supervisor import BY_CTRL_C, BY_SIGTERM, read_state, save_environment, state_path, write_state
+from .supervisor_liveness import (
+    end_supervisor,
+    open_supervisor,
+    stop_without_supervisor,
+    supervisor_lost,
+    wait_for,
+    wait_supervisor_exit,
 )
 
 if TYPE_CHECKING:
-    from ...jobspec import FieldError, TrainJob
+    from ...jobspec import TrainJob
     from ...metrics.sample import MetricSample
-    from ...plan import Plan
     from .gpus import GpuInventory
 
 
 STOP_WAIT = 60.0
 """Seconds `cancel` and `suspend` wait for the supervisor to report the job stopped (it needs the grace
 period, 5 s, plus the time replicas take to die)."""
-SUPERVISOR_EXIT_WAIT = 20.0
-"""Seconds `delete` waits for a stopped job's supervisor to exit (closing its process group can take
-seconds: it waits up to 5 s for its watchdog) before it deletes the job anyway."""
-SUPERVISOR_CLEARED_WAIT = 5.0
-"""Seconds it still waits once the supervisor has cleared its record (see `_wait_supervisor_exit`)."""
-STOPPED_SUPERVISOR_WAIT = 3.0
-"""Seconds `cancel`, `suspend` and `delete` give a supervisor that is stopped (`kill -STOP`, Ctrl-Z) to be
-continued before they stop the job's processes themselves, by their recorded pids."""
-KILL_WAIT = 5.0
-"""Seconds to wait for SIGKILLed processes to be gone (longer only for one stuck in the kernel)."""
-DRY_RUN_FILES_DIR = Path("<job-dir>/files")
-"""Where a dry run shows the job's files: the job's log folder, which has no name before the job exists."""
-
-
-class LocalError(KubetrainError):
-    """A request the local backend cannot carry out, with a message for the user."""
-
-
-class DeletedWhileFollowed(LocalError, LookupError):
-    """The job followed by `logs -f`, `metrics --watch` or a page was deleted meanwhile: by `delete`, or by
-    its runPolicy.ttlSecondsAfterFinished once it had finished (a sweep of any kubetrain call on this
-    machine). Both followers end with it, saying which, where they said only "no job" before."""
-
-
-class LocalRefusal(LocalError):
-    """A job this machine cannot run as written, refused before anything is created: every problem with its
-    field path (`errors`, as a `SpecError`'s, and the same exit status as the Kubernetes render's refusals)."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        self.errors = list(errors)
-        if len(self.errors) == 1:
-            text = str(self.errors[0])
-        else:
-            text = "\n".join([f"{len(self.errors)} problems:", *("  " + str(e).replace("\n", "\n  ") for e in errors)])
-        super().__init__(text)
-
-    @property
-    def paths(self) -> list[str]:
-        from ...jobspec import format_path
-
-        return [format_path(e.path) for e in self.errors]
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the OS reports free right now (bound together so they differ). Like torchrun, there is a
-    window before the replicas bind them; a clash shows as a rendezvous error and the retry policy applies."""
-    with ExitStack() as stack:
-        sockets = []
-        for _ in range(count):
-            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-
-
-def local_plan(job: TrainJob, job_id: str, files_dir: Path) -> Plan:
-    """`plan()` over this machine: every replica on 127.0.0.1, each on a port free right now."""
-    from ...frameworks import local_topology
-    from ...plan import plan, replica_counts
-    from .launch import files_root
-
-    counts = replica_counts(job.spec)
-    topology = local_topology(counts, free_ports(sum(counts.values())))
-    # A controller's files (`spec.controller`) are under the files root, which its variables name.
-    return plan(job, topology, name=job_id, files_dir=str(files_dir), launcher_procs=True,
-                paths_root=files_root(str(files_dir)))
-
-
-def build_launch_record(
-    job: TrainJob,
-    job_id: str,
-    files_dir: Path,
-    *,
-    cwd: str | None,
-    preload: Sequence[str] | None,
-    fit: MachineFit | None = None,
-    folders: Mapping[str, str] | None = None,
-) -> LaunchRecord:
-    """The record a supervisor runs `job` from, as `job_id` (`preload` None: the framework's own), with
-    what this machine gives each replica (`fit`, from `fit_job`); `cwd` is the job's folder, `folders` each
-    role's (`role_folders`; None: every role in `cwd`)."""
-    from ...frameworks import support_of
-
-    modules = support_of(job.spec.framework).preload if preload is None else preload
-    return LaunchRecord.from_plan(
-        local_plan(job, job_id, files_dir),
-        cwd=cwd,
-        role_cwds=folders,
-        preload=modules,
-        fit=fit,
-        metrics_dir=metrics_dir_of(files_dir),
-    )
-
-
-def metrics_dir_of(files_dir: Path) -> str:
-    """Where a job's processes write their metrics: beside its files, in the job's folder of the store (deleted
-    with the job)."""
-    return str(files_dir.parent / "metrics")
-
-
-def fit_job(
-    job: TrainJob,
-    base_dir: Path,
-    gpus: Callable[[], GpuInventory] | None = None,
-    folders: Mapping[str, str] | None = None,
-) -> MachineFit:
-    """This machine's verdict on `job` (`machine_fit.machine_fit`); `LocalRefusal` with every problem when it
-    cannot run it. `gpus`: where the GPUs come from (default `gpus.discover_gpus`); `folders`: where each
-    role's processes start (None: `role_folders(job, base_dir)`)."""
-    from ...jobspec import FieldError
-    from ...plan import plan
-    from ..parity import unused_warnings
-    from .gpus import discover_gpus
-
-    fit = machine_fit(plan(job), base_dir=str(base_dir), gpus=gpus or discover_gpus, folders=folders)
-    if fit.refusals:
-        raise LocalRefusal([FieldError(r.path, r.message, hint=r.hint) for r in fit.refusals])
-    # Fields with no meaning on this machine (an image, a node selector, ...) are said, never dropped silently.
-    unused = unused_warnings(job.to_dict(), "local")
-    return replace(fit, warnings=(*fit.warnings, *unused)) if unused else fit
-
-
-def missing_scripts(job: TrainJob, folders: Mapping[str, str]) -> list[FieldError]:
-    """Each `run.python` script of `job` that is not in its role's folder (`folders`, from `role_folders`;
-    `machine_fit.missing_scripts`), as field errors."""
-    from ...jobspec import FieldError
-    from ...plan import plan
-    from .machine_fit import missing_scripts as missing
-
-    return [FieldError(r.path, r.message, hint=r.hint) for r in missing(plan(job), folders)]
-
-
-def role_folders(job: TrainJob, base_dir: Path) -> dict[str, str]:
-    """Where each role's processes start: its own workingDir (or its podTemplate main container's), else the
-    job's, under the job file's folder `base_dir` (`machine_fit.role_working_dirs`) — where its pods would start."""
-    from ...plan import plan
-
-    return role_working_dirs(plan(job), str(base_dir))
-
-
-def working_dir(job: TrainJob, base_dir: Path) -> str:
-    """Locally, relative paths in `run` resolve against workingDir (itself relative to the job file's
-    folder), else against the job file's folder — so a job runs the same from any current directory.
-    A job-level podTemplate's main container gives the workingDir when the job sets none. A role's own
-    workingDir overrides this for its processes (`role_folders`)."""
-    from ...jobspec.pod_template import template_working_dir
-
-    wd = job.spec.working_dir or template_working_dir(job.spec.pod_template)
-    return str((base_dir / wd).resolve() if wd else base_dir.resolve())
-
-
-def base_dir_of(job: TrainJob) -> Path:
-    """The folder `job`'s relative paths resolve against: its file's (`TrainJob.base_dir`), else the current one."""
-    return Path(job.base_dir) if job.base_dir is not None else Path.cwd()
+ID_DRAWS = 5
+"""Times a job id is drawn (and the job planned under it) before giving up: two jobs drawing the same id at
+the same moment is one chance in millions."""
 
 
 @dataclass
@@ -321,17 +172,7 @@ class LocalBackend:
             raise UsageError(f"unknown dry run {dry_run!r} (client or server)")
         base_dir = base_dir_of(job)
         if dry_run == "client":
-            folders = role_folders(job, base_dir)
-            fit = fit_job(job, base_dir, self.gpus, folders)
-            record = build_launch_record(
-                job,
-                job.name,
-                DRY_RUN_FILES_DIR,
-                cwd=working_dir(job, base_dir),
-                preload=self.preload,
-                fit=fit,
-                folders=folders,
-            )
+            record = self._prepare(job, job.name, DRY_RUN_FILES_DIR, base_dir).record
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings),
                              plan_notes=LAYOUT)
         events = RunEvents(on_event, on_status)
@@ -392,6 +233,19 @@ class LocalBackend:
                 expect=(JobPhase.PENDING,),
             )
 
+    def _prepare(self, job: TrainJob, job_id: str, files_dir: Path, base_dir: Path, *, check: bool = False) -> Prepared:
+        """`job` planned once as `job_id` and judged by this machine (`prepare.prepare_launch`)."""
+        return prepare_launch(
+            job,
+            job_id,
+            files_dir,
+            base_dir=base_dir,
+            cwd=working_dir(job, base_dir),
+            preload=preload_modules(job, self.preload),
+            gpus=self.gpus,
+            check_programs=check,
+        )
+
     def _create(
         self, job: TrainJob, base_dir: Path | None = None, *, check_programs: bool = False
     ) -> tuple[str, LaunchRecord]:
@@ -399,55 +253,47 @@ class LocalBackend:
         `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder).
         `LocalRefusal`, before anything is recorded, for a job this machine cannot run; with
         `check_programs` (a real run, not a dry run), also for a script that is not there."""
-        from ...plan import plan
-
         base_dir = base_dir_of(job) if base_dir is None else base_dir
-        folders = role_folders(job, base_dir)
-        fit = fit_job(job, base_dir, self.gpus, folders)
         paused = job.spec.run_mode == "Pause" or bool(job.spec.run_policy.suspend)
-        if check_programs and not paused:  # a paused job's script may be written before it is resumed
-            missing = missing_scripts(job, folders)
-            if missing:
-                raise LocalRefusal(missing)
-        self._check_logs_writable()
-        # The replicas that run processes (an MPI worker only hosts the launcher's): no ports needed.
-        wiring = plan(job).roles
-        replicas = [(w.role, index) for w in wiring if w.processes for index in range(w.replicas)]
-        job_id = self.store.create_job(
-            job.name,
-            self.name,
-            json.dumps(job.to_dict()),
-            None,
-            replicas,
-            backoff_limit=job.spec.backoff_limit_of(),
-            ttl_seconds_after_finished=job.spec.run_policy.ttl_seconds_after_finished,
-        )
+        # A paused job's script may be written before it is resumed.
+        check = check_programs and not paused
+        # The job is planned under its id (its replicas' env names it), so the id is drawn first.
+        for _ in range(ID_DRAWS):
+            job_id = new_job_id(job.name)
+            prepared = self._prepare(job, job_id, self.store.log_dir(job_id) / "files", base_dir, check=check)
+            self._check_logs_writable()
+            try:
+                self.store.create_job(
+                    job.name,
+                    self.name,
+                    json.dumps(job.to_dict()),
+                    prepared.record.to_json(),
+                    prepared.replicas,
+                    backoff_limit=job.spec.backoff_limit_of(),
+                    ttl_seconds_after_finished=job.spec.run_policy.ttl_seconds_after_finished,
+                    job_id=job_id,
+                )
+            except JobIdTaken:
+                continue
+            break
+        else:
+            raise LocalError(f"could not find a free job id for {job.name!r}")
         try:
-            pause_point("local:recording")  # a test hook (env_names.PAUSE_AT): the job's row written, not its plan
-            return job_id, self._record_launch(job, job_id, base_dir, folders, fit)
+            pause_point("local:recording")  # a test hook (env_names.PAUSE_AT): the job's row written, not the rest
+            self._record_start(job_id, paused)
         except BaseException as exc:  # a Ctrl-C or SIGTERM (the CLI's `Interrupted`), a full disk: not left Pending
             self._not_started(job_id, exc)
             raise
+        return job_id, prepared.record
 
-    def _record_launch(
-        self, job: TrainJob, job_id: str, base_dir: Path, folders: dict[str, str], fit: MachineFit
-    ) -> LaunchRecord:
-        """The rest of `_create` once the job's row exists: its launch record, environment and state file."""
-        record = build_launch_record(
-            job,
-            job_id,
-            self.store.log_dir(job_id) / "files",
-            cwd=working_dir(job, base_dir),
-            preload=self.preload,
-            fit=fit,
-            folders=folders,
-        )
-        self.store.set_plan_json(job_id, record.to_json())
+    def _record_start(self, job_id: str, paused: bool) -> None:
+        """The rest of `_create` once the job's row (and its launch record) exists: its environment, its state
+        file, and Suspended if it was created paused."""
         save_environment(self.store.log_dir(job_id), os.environ)  # what its replicas start from, even resumed
         # Until a supervisor takes over, the job is this process's to start: if it ends first, the job is
-        # found Pending with nobody to start it, and ended (see `_supervisor_lost`).
+        # found Pending with nobody to start it, and ended (`supervisor_liveness.supervisor_lost`).
         write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)
-        if job.spec.run_mode == "Pause" or job.spec.run_policy.suspend:
+        if paused:
             self.store.set_job_phase(
                 job_id,
                 JobPhase.SUSPENDED,
@@ -457,7 +303,6 @@ class LocalBackend:
                     "Suspended", ConditionStatus.TRUE, "Paused", "created paused: kubetrain resume", time.time()
                 ),
             )
-        return record
 
     def _check_logs_writable(self) -> None:
         """The folder every job's logs go in can be written: checked before a job is recorded, so an unwritable
@@ -572,77 +417,9 @@ class LocalBackend:
 
     def _status(self, job_id: str) -> JobStatus:
         status = self.store.get_status(job_id)
-        if not status.phase.is_terminal and self._supervisor_lost(job_id, status):
+        if not status.phase.is_terminal and supervisor_lost(self.store, job_id, status):
             status = self.store.get_status(job_id)
         return status
-
-    def _supervisor_lost(self, job_id: str, status: JobStatus) -> bool:
-        """A Running job whose supervisor died (SIGKILL, OOM, reboot): its replicas died with it (or are
-        killed now); record it as Failed with the reason, rather than Running forever. It ended when the
-        supervisor last gave a sign of life (its heartbeat), not now. A Pending job whose creator ended
-        before any supervisor took it over is Failed too (NotStarted)."""
-        if status.phase not in (JobPhase.RUNNING, JobPhase.PENDING) or self.store.supervisor_alive(job_id):
-            return False
-        state = read_state(state_path(self.store, job_id))
-        recorded = self.store.supervisor_process(job_id)
-        if status.phase is JobPhase.PENDING and recorded is None:
-            # Not started yet: a detached supervisor on its way, or the process that created the job about to
-            # start it. Only when that process is gone will nobody start it.
-            if state is None or state.alive():
-                return False
-            reason, message = "NotStarted", (
-                "the process that created the job ended before starting it"
-                if not state.supervising else "its supervisor process died before it started the job"
-            )
-        else:
-            reason, message = "SupervisorLost", "the supervisor process died; its replicas were stopped"
-        self._kill_replicas(job_id)
-        for record in self.store.replica_records(job_id):
-            if record.phase in (ReplicaPhase.RUNNING, ReplicaPhase.PENDING):
-                self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.UNKNOWN)
-        # When it died: its last heartbeat, if the state file is that supervisor's (or creator's), or the last
-        # thing it recorded, if later (it died before its first heartbeat).
-        same = state is not None and (recorded is None or (state.pid, state.start_time) == recorded)
-        last_record = max([status.started_at or 0.0, *(r.started_at or 0.0 for r in status.replicas)])
-        died = min(max(state.heartbeat, last_record), time.time()) if state is not None and same else time.time()
-        return self.store.set_job_phase(
-            job_id,
-            JobPhase.FAILED,
-            reason=reason,
-            message=message,
-            condition=Condition("Failed", ConditionStatus.TRUE, reason, message, died),
-            expect=(JobPhase.RUNNING, JobPhase.PENDING),
-            at=died,
-        )
-
-    def _job_processes(self, job_id: str) -> dict[int, int]:
-        """pid → start time of every live process of the job's replicas: the recorded replica leaders, and
-        every process kubetrain started whose environment names the job (descendants that left the group)."""
-        found = {
-            r.pid: r.pid_start_time
-            for r in self.store.replica_records(job_id)
-            if r.pid and r.pid_start_time and pid_alive(r.pid, r.pid_start_time)
-        }
-        found.update(processes_with_env([f"{env_names.JOB}={job_id}"], [env_names.LOCAL_TAG]))
-        return found
-
-    def _kill_replicas(self, job_id: str, grace: float = 0.0) -> builtins.list[int]:
-        """Stop the job's processes without their supervisor: SIGTERM, up to `grace` seconds, SIGKILL, then
-        wait for them to be gone (`KILL_WAIT`). The pids still alive after that (stuck in the kernel)."""
-        targets = self._job_processes(job_id)
-        if grace > 0 and targets:
-            for pid, start in targets.items():
-                kill_recorded(pid, start, signal.SIGTERM)
-            _wait_gone(targets, grace)
-        for _ in range(3):  # again: a process forked while the others were being killed
-            live = self._job_processes(job_id)
-            if not live:
-                return []
-            for pid, start in live.items():
-                kill_recorded(pid, start, signal.SIGKILL)
-            targets.update(live)
-            _wait_gone(live, KILL_WAIT)
-        return sorted(p for p, s in targets.items() if pid_alive(p, s))
 
     # -- logs -------------------------------------------------------------------------------------------
 
@@ -784,18 +561,18 @@ class LocalBackend:
         if status.phase is JobPhase.SUSPENDED:
             if kind is RequestKind.SUSPEND:
                 return status
-            self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
+            self.store.record_phase(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
             return self._status(job_id)
         self.store.add_request(job_id, kind)
         record = self.store.supervisor_process(job_id)
         pid = self.store.live_supervisor_pid(job_id)
         if pid is None or record is None:  # created, not started yet (or gone): the request waits in the store
             if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
-                self._finish(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
+                self.store.record_phase(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
             elif status.phase is JobPhase.PENDING:
                 # `run --detach` returns once the job is recorded; its supervisor may not have started yet.
                 # It reads the request when it does: wait for that as for a running job.
-                return self._wait(job_id, until=_stopped_or_ended, timeout=STOP_WAIT)
+                return wait_for(lambda: self._status(job_id), until=_stopped_or_ended, timeout=STOP_WAIT)
             return self._status(job_id)
         state = read_state(state_path(self.store, job_id))
         # A supervisor running in a thread of someone's program polls for requests: a SIGTERM would end
@@ -803,52 +580,10 @@ class LocalBackend:
         if state is None or state.pid != pid or state.signals:
             with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
                 os.kill(pid, signal.SIGTERM)
-        status = self._wait(job_id, until=_stopped_or_ended, timeout=STOP_WAIT, stopped=record)
+        status = wait_for(lambda: self._status(job_id), until=_stopped_or_ended, timeout=STOP_WAIT, stopped=record)
         if _stopped_or_ended(status) or not is_stopped(*record):
             return status
-        return self._stop_without_supervisor(job_id, kind, record, state)
-
-    def _stop_without_supervisor(
-        self, job_id: str, kind: RequestKind, supervisor: tuple[int, int | None], state: SupervisorState | None
-    ) -> JobStatus:
-        """Carry out `kind` for a supervisor that is stopped (`kill -STOP`, Ctrl-Z) and so cannot: stop the
-        job's processes by their recorded pids, then record the outcome, saying what was done.
-
-        A detached supervisor is SIGKILLed too: it is nobody's program, and its watchdog then sweeps what
-        the pids missed. An attached one (someone's `kubetrain run`) is left stopped; continued, it finds
-        the request still pending and its replicas gone, and ends as asked.
-        """
-        pid = supervisor[0]
-        pids = sorted(self._job_processes(job_id))
-        survivors = self._kill_replicas(job_id, grace=DEFAULT_GRACE)
-        detached = state is not None and state.pid == pid and state.detached
-        if detached:
-            with contextlib.suppress(OSError):
-                pidfd = os.pidfd_open(pid)
-                try:
-                    if pid_alive(*supervisor):
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                finally:
-                    os.close(pidfd)
-        shown = ", ".join(map(str, pids)) or "none running"
-        what = "cancelled" if kind is RequestKind.CANCEL else "suspended"
-        message = (
-            f"{what} without its supervisor (pid {pid}), which is stopped (SIGSTOP or Ctrl-Z): kubetrain stopped "
-            f"the job's processes (pids {shown}) itself" + ("; the supervisor was killed" if detached else "")
-        )
-        if survivors:
-            message += f"; still alive (stuck in the kernel?): {', '.join(map(str, survivors))}"
-        stopped_by = REASON_CANCELLED if kind is RequestKind.CANCEL else REASON_SUSPENDED
-        for record in self.store.replica_records(job_id):
-            if record.phase is ReplicaPhase.RUNNING:
-                if kind is RequestKind.SUSPEND:
-                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.PENDING,
-                                              reason=stopped_by, message="stopped by suspend; starts again on resume")
-                else:
-                    self.store.update_replica(job_id, record.role, record.index, phase=ReplicaPhase.CANCELLED,
-                                              reason=stopped_by, message="stopped by cancel", signal=signal.SIGTERM)
-        phase = JobPhase.CANCELLED if kind is RequestKind.CANCEL else JobPhase.SUSPENDED
-        self._finish(job_id, phase, "Cancelled" if kind is RequestKind.CANCEL else "Suspended", message)
+        stop_without_supervisor(self.store, job_id, kind, record, state)
         return self._status(job_id)
 
     def resume(self, job_id: str) -> JobStatus:
@@ -864,27 +599,24 @@ class LocalBackend:
         old = self._stored_record(job_id)
         cwd = old.cwd if old is not None else None
         base_dir = Path(cwd) if cwd is not None else base_dir_of(job)
-        # The same folders as before, each role's as recorded (a record stored before roles had their own
-        # holds one for all): the job file's folder is not stored, so they cannot be worked out again.
+        folders = None
         if old is not None and cwd is not None:
-            folders = {role: old.cwd_of(role) or cwd for role in role_folders(job, base_dir)}
-        else:
-            folders = role_folders(job, base_dir)
-        # This machine's verdict again (its GPUs may have changed): a refusal leaves the job Suspended.
-        fit = fit_job(job, base_dir, self.gpus, folders)
-        missing = missing_scripts(job, folders)
-        if missing:
-            raise LocalRefusal(missing)
-        # New ports (the old ones may be taken by now); the same folders and preloaded modules.
-        files_dir = self.store.log_dir(job_id) / "files"
-        return LaunchRecord.from_plan(
-            local_plan(job, job_id, files_dir),
+            # The same folders as before, each role's as recorded (a record stored before roles had their own
+            # holds one for all): the job file's folder is not stored, so they cannot be worked out again.
+            def folders(roles: Sequence[str]) -> dict[str, str]:
+                return {role: old.cwd_of(role) or cwd for role in roles}
+
+        return prepare_launch(
+            job,
+            job_id,
+            self.store.log_dir(job_id) / "files",
+            base_dir=base_dir,
             cwd=cwd,
-            role_cwds=folders,
             preload=old.preload if old is not None else (),
-            fit=fit,
-            metrics_dir=metrics_dir_of(files_dir),
-        )
+            gpus=self.gpus,
+            folders=folders,
+            check_programs=True,
+        ).record
 
     def scale(self, job_id: str, replicas: int) -> JobStatus:
         """Change the number of workers of a running elastic job: the replicas added start and join the
@@ -958,7 +690,7 @@ class LocalBackend:
         """
         job_id = self._resolve(job_id)
         # Found before the cancel: on its way out the supervisor clears its record, not its process.
-        supervisor = self._open_supervisor(job_id)
+        supervisor = open_supervisor(self.store, job_id)
         record = self.store.supervisor_process(job_id)
         try:
             status = self._status(job_id)
@@ -966,16 +698,16 @@ class LocalBackend:
                 with contextlib.suppress(LocalError):  # it ended meanwhile: nothing to cancel
                     self._request(job_id, RequestKind.CANCEL)
             if supervisor is None:  # a detached supervisor may have recorded itself only now
-                supervisor = self._open_supervisor(job_id)
+                supervisor = open_supervisor(self.store, job_id)
                 record = self.store.supervisor_process(job_id)
             if supervisor is not None and record is not None:
                 pid, pidfd = supervisor
-                if not self._wait_supervisor_exit(job_id, pid, pidfd, start_time=record[1]):
-                    self._end_supervisor(job_id, pid, pidfd, record[1])
+                if not wait_supervisor_exit(self.store, job_id, pid, pidfd, start_time=record[1]):
+                    end_supervisor(self.store, job_id, pid, pidfd, record[1])
         finally:
             if supervisor is not None:
                 os.close(supervisor[1])
-        survivors = self._kill_replicas(job_id)
+        survivors = kill_job_processes(self.store, job_id)
         if survivors:
             raise LocalError(
                 f"job {job_id} not deleted: its processes {', '.join(map(str, survivors))} are still alive after "
@@ -983,133 +715,14 @@ class LocalBackend:
             )
         self.store.delete_job(job_id)
 
-    def _end_supervisor(self, job_id: str, pid: int, pidfd: int, start_time: int | None) -> None:
-        """A supervisor that did not exit when asked, and still supervises `job_id`: killed (SIGKILL, its
-        watchdog then sweeps its replicas) when detached, else `LocalError` naming it."""
-        if self.store.supervisor_process(job_id) != (pid, start_time) or not pid_alive(pid, start_time):
-            return  # done with the job (a program that ran it through the library goes on)
-        state = read_state(state_path(self.store, job_id))
-        if state is not None and state.pid == pid and state.detached:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            poller.poll(int(KILL_WAIT * 1000))
-            return
-        how = "stopped (SIGSTOP or Ctrl-Z)" if is_stopped(pid, start_time) else "still running"
-        raise LocalError(
-            f"job {job_id} not deleted: its supervisor, pid {pid} (an attached `kubetrain run`, or a program "
-            f"running the job), is {how}; continue it (kill -CONT {pid}) or end it, then delete again"
-        )
-
-    def _open_supervisor(self, job_id: str) -> tuple[int, int] | None:
-        """(pid, pidfd) of the job's live supervisor; None if there is none, or it is this very process
-        (a library caller deleting a job it runs attached: waiting for ourselves would never end)."""
-        record = self.store.supervisor_process(job_id)
-        if record is None or record[0] == os.getpid():
-            return None
-        pid, start = record
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:  # gone already
-            return None
-        # Checked with the pidfd open: while it is, the pid cannot pass to another process.
-        if not pid_alive(pid, start):
-            os.close(pidfd)
-            return None
-        return pid, pidfd
-
-    def _wait_supervisor_exit(self, job_id: str, pid: int, pidfd: int, *, start_time: int | None = None) -> bool:
-        """Until the supervisor exits (its pidfd turns readable), bounded; True if it did.
-
-        Once it has cleared its record it is done with the job: a detached supervisor exits right
-        after, an attached `kubetrain run` prints its summary and exits, but a program that ran the job
-        through the library may go on for long, so the wait is then cut short. So it is for a supervisor
-        stopped (SIGSTOP, Ctrl-Z) for `STOPPED_SUPERVISOR_WAIT` seconds: it would never exit.
-        """
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        deadline = time.monotonic() + SUPERVISOR_EXIT_WAIT
-        stopped_since: float | None = None
-        while (left := deadline - time.monotonic()) > 0:
-            if poller.poll(int(min(left, 0.2) * 1000) + 1):
-                return True
-            record = self.store.supervisor_process(job_id)
-            if record is None or record[0] != pid:
-                deadline = min(deadline, time.monotonic() + SUPERVISOR_CLEARED_WAIT)
-            if not is_stopped(pid, start_time):
-                stopped_since = None
-            elif stopped_since is None:
-                stopped_since = time.monotonic()
-            elif time.monotonic() - stopped_since >= STOPPED_SUPERVISOR_WAIT:
-                return False
-        return False
-
-    def _wait(
-        self,
-        job_id: str,
-        until: Callable[[JobStatus], bool],
-        timeout: float = 60.0,
-        stopped: tuple[int, int | None] | None = None,
-    ) -> JobStatus:
-        """Poll the store until `until(status)`, at most `timeout` seconds; the last status. `stopped`: the
-        supervisor (pid, start time): the wait ends early once it has been stopped (SIGSTOP, Ctrl-Z) for
-        `STOPPED_SUPERVISOR_WAIT` seconds, since it does nothing until continued."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        stopped_since: float | None = None
-        while True:
-            status = self._status(job_id)
-            now = time.monotonic()
-            if until(status) or now > deadline:
-                return status
-            if stopped is not None:
-                if not is_stopped(*stopped):
-                    stopped_since = None
-                elif stopped_since is None:
-                    stopped_since = now
-                elif now - stopped_since >= STOPPED_SUPERVISOR_WAIT:
-                    return status
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
-
-    def _finish(self, job_id: str, phase: JobPhase, reason: str, message: str) -> None:
-        self.store.set_job_phase(
-            job_id,
-            phase,
-            reason=reason,
-            message=message,
-            condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
-        )
-
-
 if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signature (as the Kubernetes backend's)
     from ..base import Backend
 
     _IMPLEMENTS: type[Backend] = LocalBackend
 
-__all__ = [
-    "LocalBackend",
-    "LocalDescription",
-    "LocalError",
-    "LocalRefusal",
-    "build_launch_record",
-    "fit_job",
-    "free_ports",
-    "local_plan",
-]
+__all__ = ["LocalBackend", "LocalDescription"]
 
 
 def _stopped_or_ended(status: JobStatus) -> bool:
     """What a stop request waits for: the job ended, or suspended (kept, to be resumed)."""
     return status.phase.is_terminal or status.phase is JobPhase.SUSPENDED
-
-
-def _wait_gone(processes: dict[int, int], timeout: float) -> None:
-    """Until none of `processes` (pid → start time) is alive, at most `timeout` seconds. A killed child of a
-    stopped supervisor stays a zombie, which counts as gone."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while any(pid_alive(p, s) for p, s in processes.items()) and time.monotonic() < deadline:
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)

@@ -113,7 +113,6 @@ __all__ = [
     "LogNotice",
     "ProcessGroup",
     "find_program",
-    "kill_recorded",
     "kill_tagged",
     "proc_start_time",
 ]
@@ -206,39 +205,6 @@ def find_program(argv0: str, env: Mapping[str, str], cwd: str | None = None) -> 
         raise PermissionError(13, "program is not executable", denied)
     raise FileNotFoundError(2, f"searched PATH={env.get('PATH', os.defpath)}", argv0)
 
-
-def kill_recorded(pid: int, start_time: int, sig: int = signal.SIGKILL) -> bool:
-    """Send ``sig`` to the process group of a replica leader recorded as ``(pid, start_time)``.
-
-    Returns False, touching nothing, when that process is gone or the pid now
-    belongs to another process. Descendants that left the group, or outlived
-    a dead leader, are reached by :func:`kill_tagged` with the group's token.
-    """
-    if pid <= 1:
-        return False
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return False
-    try:
-        # Opened before the check: while the pidfd's process lives, its pid
-        # (and so its group id) cannot be given to another process.
-        if proc_start_time(pid) != start_time:
-            return False
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            # No longer a group leader (it called setpgid): signal the process itself.
-            try:
-                signal.pidfd_send_signal(pidfd, sig)
-            except ProcessLookupError:
-                return False
-        return True
-    finally:
-        os.close(pidfd)
-
-
-# --------------------------------------------------------------------------- spawning
 
 _setpriv_lock = threading.Lock()
 _setpriv: list[str] | None = None

@@ -27,6 +27,10 @@ _ID_SUFFIX_LEN = 5
 _ID_BASE_MAX = 63 - 1 - _ID_SUFFIX_LEN
 
 
+class JobIdTaken(StoreError):
+    """The id a job was to be recorded under is another job's (drawn the same meanwhile: draw again)."""
+
+
 class AmbiguousJobIdError(StoreError, LookupError):
     def __init__(self, message: str, candidates: Sequence[str]) -> None:
         super().__init__(message)
@@ -39,7 +43,8 @@ def _id_base(name: str) -> str:
     return base[:_ID_BASE_MAX].rstrip("-") or "job"
 
 
-def _new_job_id(name: str) -> str:
+def new_job_id(name: str) -> str:
+    """A fresh id for a job named `name`: ``<name>-<5 random chars>`` (`JobRecords.create_job` checks it is free)."""
     # os.urandom rather than the secrets module: that one pulls in hashlib and random, a few
     # milliseconds on every CLI start. Bytes past the last multiple of the alphabet size are
     # skipped so each character stays uniformly likely.
@@ -72,11 +77,13 @@ class JobRecords(StoreConnection):
         phase: JobPhase = JobPhase.PENDING,
         namespace: str | None = None,
         ttl_seconds_after_finished: int | None = None,
+        job_id: str | None = None,
     ) -> str:
         """Record a new job and its replicas (in plan order); returns its id, ``<name>-<5 chars>``.
 
         Also creates the job's log directory and a ``Created`` condition. ``ttl_seconds_after_finished``:
-        the job is one of :meth:`expired_jobs` that long after it finished.
+        the job is one of :meth:`expired_jobs` that long after it finished. ``job_id``: the id, drawn
+        beforehand (`new_job_id`) because the job's launch record names it; `JobIdTaken` if a job has it.
         """
         _check_json("spec_json", spec_json)
         if plan_json is not None:
@@ -89,7 +96,8 @@ class JobRecords(StoreConnection):
             seen.add((role, index))
         now = time.time()
         for _ in range(20):
-            job_id = _new_job_id(name)
+            drawn = job_id is None
+            job_id = new_job_id(name) if job_id is None else job_id
             try:
                 with self._tx(write=True) as conn:
                     conn.execute(
@@ -130,6 +138,9 @@ class JobRecords(StoreConnection):
                         Condition(ConditionType.CREATED, ConditionStatus.TRUE, "JobCreated", None, now),
                     )
             except sqlite3.IntegrityError:
+                if not drawn:
+                    raise JobIdTaken(f"job id {job_id!r} is taken") from None
+                job_id = None
                 continue  # the random suffix collided with an existing job: draw again
             self.log_dir(job_id).mkdir(parents=True, exist_ok=True, mode=0o700)
             self.reserve.ensure()
@@ -207,6 +218,11 @@ class JobRecords(StoreConnection):
             if condition is not None:
                 self._insert_condition(conn, job_id, condition)
         return True
+
+    def record_phase(self, job_id: str, phase: JobPhase, reason: str, message: str) -> bool:
+        """`set_job_phase` with a condition named after the phase saying the same (`Cancelled`: "by request")."""
+        condition = Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time())
+        return self.set_job_phase(job_id, phase, reason=reason, message=message, condition=condition)
 
     def set_supervisor(self, job_id: str, pid: int | None) -> None:
         """Record the process supervising the job (None: no supervisor), with its start time."""

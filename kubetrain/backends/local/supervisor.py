@@ -36,10 +36,11 @@ from ...status import (
     ReplicaPhase,
     describe_exit,
 )
+from .job_processes import kill_recorded
 from .launch import LaunchRecord, files_root
 from .live_output import Messages
 from .logfiles import iter_log
-from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup, kill_recorded
+from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup
 from .procfs import pid_alive, proc_start_time
 from .store import JobStore
 from .store_connection import JobNotFoundError
