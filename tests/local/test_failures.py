@@ -13,7 +13,7 @@ import pytest
 
 from kubetrain.backends.base import StillStopping
 from kubetrain.backends.local.launch import LaunchRecord
-from kubetrain.backends.local.logfiles import iter_log
+from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor import Supervisor
 from kubetrain.restart_policy import LOCAL_BACKOFF_BASE
 from kubetrain.status import JobPhase, JobStatus, ReplicaPhase

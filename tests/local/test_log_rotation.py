@@ -11,15 +11,10 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.backends.local.logfiles import (
-    LogWriter,
-    follow_log,
-    iter_log,
-    log_files,
-    parse_size,
-    rotated_away,
-    rotation_from_env,
-)
+from kubetrain.backends.local.log_follow import follow_log
+from kubetrain.backends.local.log_format import rotated_away
+from kubetrain.backends.local.log_reader import iter_log, log_files
+from kubetrain.backends.local.log_writer import LogWriter, parse_size, rotation_from_env
 from kubetrain.contract import env_names
 from tests.support.helpers import cli, exec_job, job_file, no_traceback, write
 

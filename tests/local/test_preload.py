@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.local._watchdog import TAG_VAR, kill_tagged
-from kubetrain.backends.local.logfiles import iter_log
+from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.preload import common_env, fork_target, is_python
 from kubetrain.backends.local.processes import ExitEvent, LaunchSpec, ProcessGroup
 from kubetrain.status import JobPhase

@@ -20,16 +20,12 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local import logfiles, processes
+from kubetrain.backends.local import log_format, log_reader, processes
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
 from kubetrain.backends.local.job_processes import kill_recorded
-from kubetrain.backends.local.logfiles import (
-    LineAssembler,
-    LogWriter,
-    follow_log,
-    iter_log,
-    merge_logs,
-)
+from kubetrain.backends.local.log_follow import follow_log
+from kubetrain.backends.local.log_reader import iter_log, merge_logs
+from kubetrain.backends.local.log_writer import LineAssembler, LogWriter
 from kubetrain.backends.local.processes import (
     ExitEvent,
     LaunchSpec,
@@ -200,7 +196,7 @@ def test_sink_survives_a_closed_output() -> None:
 
 def test_long_lines_are_split_without_breaking_characters() -> None:
     asm = LineAssembler()
-    line = ("é" * (logfiles.MAX_LINE // 2 + 10)).encode()  # 2 bytes a character, longer than MAX_LINE
+    line = ("é" * (log_format.MAX_LINE // 2 + 10)).encode()  # 2 bytes a character, longer than MAX_LINE
     chunks = [line[i : i + 4093] for i in range(0, len(line), 4093)]
     pieces: list[tuple[bytes, bool]] = []
     for c in chunks:
@@ -209,14 +205,14 @@ def test_long_lines_are_split_without_breaking_characters() -> None:
     pieces += asm.finish()
     assert b"".join(p for p, partial in pieces[:-2]) + pieces[-2][0] == line
     assert all(partial for _, partial in pieces[:-2]) and pieces[-2][1] is False
-    assert all(len(p) <= logfiles.MAX_LINE for p, _ in pieces)
+    assert all(len(p) <= log_format.MAX_LINE for p, _ in pieces)
     for p, _ in pieces[:-1]:
         p.decode()  # no character cut in two
     assert pieces[-1] == (b"next", True)
 
 
 def test_a_long_line_from_a_replica_is_kept_whole_across_records(tmp_path: Path) -> None:
-    size = logfiles.MAX_LINE * 2 + 123
+    size = log_format.MAX_LINE * 2 + 123
     s = spec(tmp_path, "w", [PY, "-c", f"print('a' * {size})"])
     with ProcessGroup([s]) as group:
         group.start()
@@ -588,7 +584,7 @@ def test_iter_log_since_relative_and_on_a_large_file(tmp_path: Path) -> None:
     now = time.time_ns()
     n = 20_000  # well over the reader's block size, so since/tail seek instead of scanning
     write_log(log, [(now - (n - i) * 10**8, "stdout", f"line {i} " + "x" * 40) for i in range(n)])
-    assert log.stat().st_size > 10 * logfiles._BLOCK
+    assert log.stat().st_size > 10 * log_reader._BLOCK
     # Records 0.1 s apart: the last 5 minutes hold the last ~3000. "5 minutes ago" is taken when the reader
     # runs, so the count lies between what the clock just before and just after the call allow.
     stamps = [now - (n - i) * 10**8 for i in range(n)]
@@ -611,10 +607,10 @@ def test_iter_log_from_an_offset_reads_what_was_appended_since(tmp_path: Path) -
     n = m = 4000
     write_log(log, [(T0 + i * 10**6, "stdout", f"old {i} " + "x" * 40) for i in range(n)])
     offset = log.stat().st_size
-    assert offset > 2 * logfiles._BLOCK
+    assert offset > 2 * log_reader._BLOCK
     assert list(iter_log(log, offset=offset)) == []
     write_log(log, [(T0 + (n + i) * 10**6, "stdout", f"new {i} " + "y" * 40) for i in range(m)])
-    assert log.stat().st_size - offset > 2 * logfiles._BLOCK
+    assert log.stat().st_size - offset > 2 * log_reader._BLOCK
 
     def steps(**kw: Any) -> list[str]:
         return [" ".join(r.text.split()[:2]) for r in iter_log(log, **kw)]

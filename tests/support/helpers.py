@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.backends.local.logfiles import iter_log
+from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.jobspec import TrainJob, from_dict
 from kubetrain.status import JobPhase, JobStatus
 

@@ -24,7 +24,7 @@ from tests.ui.helpers import Events, request, ui_process
 
 # On a line of X's, `(X+)+Y` tries every way to split the X's before it gives up: 2**n ways for n X's.
 BACKTRACKS = urlencode({"grep": "(X+)+Y"})
-# The local backend keeps a line in pieces of 1 MiB (`logfiles.MAX_LINE`): the first piece is searched first.
+# The local backend keeps a line in pieces of 1 MiB (`log_format.MAX_LINE`): the first piece is searched first.
 SAID = re.compile(
     r"grep: this expression takes too long on the job's output \(the line worker-0 wrote at "
     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, 1,048,576 characters long\): make it simpler"

@@ -440,7 +440,8 @@ class LocalBackend:
         """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended; while
         it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
         every attempt)."""
-        from .logfiles import follow_log, merge_logs
+        from .log_follow import follow_log
+        from .log_reader import merge_logs
 
         job_id = self._resolve(job_id)
         if index is not None and role is None:

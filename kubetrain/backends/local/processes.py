@@ -67,7 +67,7 @@ survives a crash of the supervisor; a child the supervisor *forks* (not
 spawns) keeps the watchdog pipe open until it exits; the supervisor must not
 reap children itself (``os.wait()``, SIGCHLD set to SIG_IGN).
 
-Output: every line goes to the replica's log file first (``logfiles.LogWriter``:
+Output: every line goes to the replica's log file first (``log_writer.LogWriter``:
 rotated past a size, and on a full disk counted and marked, never silently
 lost), then to the live output, which a thread of its own feeds to the sink
 (``live_output``): a terminal that stops reading never holds up the log files
@@ -99,7 +99,7 @@ from kubetrain.backends.local import _watchdog
 from kubetrain.backends.local._preload_server import TAG_ROOM
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
 from kubetrain.backends.local.live_output import LiveOutput
-from kubetrain.backends.local.logfiles import Gap, LineAssembler, LogWriter, append_note, rotation_from_env
+from kubetrain.backends.local.log_writer import Gap, LineAssembler, LogWriter, append_note, rotation_from_env
 from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
 from kubetrain.backends.local.procfs import proc_start_time
 from kubetrain.contract.logs import LogSink

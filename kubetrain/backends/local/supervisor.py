@@ -39,7 +39,7 @@ from ...status import (
 from .job_processes import kill_recorded
 from .launch import LaunchRecord, files_root
 from .live_output import Messages
-from .logfiles import iter_log
+from .log_reader import iter_log
 from .processes import ExitEvent, LaunchSpec, LogNotice, ProcessGroup
 from .procfs import pid_alive, proc_start_time
 from .store import JobStore

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kubetrain.backends.local.logfiles import iter_log
+from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor import _Heartbeat, read_state, write_state
 from tests.support.helpers import alive, job_file, wait_for, wait_gone
 
