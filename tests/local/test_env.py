@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kubetrain.backends.local.supervisor import replica_base_env
+from kubetrain.backends.local.replica_env import replica_base_env
 
 
 def test_the_interpreters_folder_comes_first_on_path() -> None:

@@ -59,11 +59,12 @@ from .prepare import (
     working_dir,
 )
 from .procfs import is_stopped
+from .replica_env import save_environment
 from .store import JobStore
 from .store_connection import JobNotFoundError
 from .store_jobs import JobIdTaken, new_job_id
 from .store_requests import RequestKind
-from .supervisor import BY_CTRL_C, BY_SIGTERM, read_state, save_environment, state_path, write_state
+from .supervisor_core import BY_CTRL_C, BY_SIGTERM
 from .supervisor_liveness import (
     end_supervisor,
     open_supervisor,
@@ -72,6 +73,7 @@ from .supervisor_liveness import (
     wait_for,
     wait_supervisor_exit,
 )
+from .supervisor_state import read_state, state_path, write_state
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob

@@ -24,7 +24,8 @@ from .job_processes import KILL_WAIT, job_processes, kill_job_processes
 from .procfs import is_stopped, pid_alive
 from .store import JobStore
 from .store_requests import RequestKind
-from .supervisor import DEFAULT_GRACE, REASON_SUSPENDED, SupervisorState, read_state, state_path
+from .supervisor_core import DEFAULT_GRACE, REASON_SUSPENDED
+from .supervisor_state import SupervisorState, read_state, state_path
 
 SUPERVISOR_EXIT_WAIT = 20.0
 """Seconds `delete` waits for a stopped job's supervisor to exit (closing its process group can take

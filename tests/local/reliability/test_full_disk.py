@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kubetrain.backends.local.log_reader import iter_log
-from kubetrain.backends.local.supervisor import _Heartbeat, read_state, write_state
+from kubetrain.backends.local.supervisor_state import Heartbeat, read_state, write_state
 from tests.support.helpers import alive, job_file, wait_for, wait_gone
 
 LINES = 60_000
@@ -229,7 +229,7 @@ def test_a_state_file_not_written_is_written_by_a_later_heartbeat(tmp_path: Path
     # state once it can, rather than touching a file that is not there.
     path = tmp_path / "logs" / "supervisor.json"
     state = {"supervising": True, "signals": True, "detached": False}
-    heartbeat = _Heartbeat(path, lambda: write_state(path, os.getpid(), **state))
+    heartbeat = Heartbeat(path, lambda: write_state(path, os.getpid(), **state))
     try:
         assert not path.exists()
         path.parent.mkdir()
