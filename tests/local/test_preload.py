@@ -97,7 +97,7 @@ def probe(tmp_path: Path, preload: tuple[str, ...]) -> list[dict[str, Any]]:
     group_specs = specs(tmp_path, [PY, "sub/probe.py", "--flag", "010"], preload=preload)
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0, "w-1": 0}
-        server = group._server.pid if group._server else None
+        server = group._forks.server.pid if group._forks.server else None
     out = [json.loads(lines(s.log_path, "stdout")[0]) for s in group_specs]
     if preload:
         assert {o["ppid"] for o in out} == {server}
@@ -134,7 +134,7 @@ def test_python_dash_m_runs_the_module_as_main(tmp_path: Path) -> None:
     group_specs = specs(tmp_path, [PY, "-m", "pkg.job", "x"], n=1)
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0}
-        assert group._server is not None
+        assert group._forks.server is not None
     out = json.loads(lines(group_specs[0].log_path, "stdout")[0])
     assert out["preloaded"] is True
     assert out["argv"] == [str(tmp_path / "pkg" / "job.py"), "x"]
@@ -200,7 +200,7 @@ def test_exit_waits_for_threads_runs_atexit_and_flushes_open_files(tmp_path: Pat
     group_specs = specs(tmp_path, [PY, "job.py"], n=1)
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0}
-        assert group._server is not None
+        assert group._forks.server is not None
     out = "\n".join(lines(group_specs[0].log_path, "stdout"))
     assert out.index("thread done") < out.index("atexit ran") < out.index("finalised")
     assert "no newline, not flushed" in out
@@ -214,7 +214,7 @@ def test_what_the_preload_printed_reaches_every_replica(tmp_path: Path) -> None:
     group_specs = specs(tmp_path, [PY, "job.py"], preload=("noisy",), PYTHONPATH=str(tmp_path / "mods"))
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0, "w-1": 0}
-        assert group._server is not None
+        assert group._forks.server is not None
     for s in group_specs:
         assert lines(s.log_path, "stderr") == ["noisy says hello"]
         assert lines(s.log_path, "stdout") == ["job ran"]
@@ -225,7 +225,7 @@ def test_a_failing_preload_falls_back_to_ordinary_replicas(tmp_path: Path) -> No
     group_specs = specs(tmp_path, [PY, "job.py"], preload=("no_such_module_kubetrain",))
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0, "w-1": 0}
-        assert group._server is None
+        assert group._forks.server is None
         assert group.preload_note and "no_such_module_kubetrain" in group.preload_note
     out = json.loads(lines(group_specs[0].log_path, "stdout")[0])
     assert out["ppid"] == os.getpid()
@@ -237,8 +237,8 @@ def test_restarts_reuse_the_server_and_terminate_spares_it(tmp_path: Path) -> No
     with ProcessGroup(group_specs) as group:
         for attempt in range(2):
             started = group.start()
-            assert group._server is not None
-            server = group._server.pid
+            assert group._forks.server is not None
+            server = group._forks.server.pid
             # Each replica says who forked it before it is stopped (stopped at once, it may not have yet).
             deadline = time.monotonic() + 60
             while sum(len(lines(s.log_path, "stdout")) for s in group_specs) < 2 * (attempt + 1):
@@ -267,7 +267,7 @@ def test_no_server_when_the_replicas_cannot_share_one(tmp_path: Path) -> None:
     for group_specs, why in cases:
         with ProcessGroup(group_specs) as group:
             assert set(run_all(group).values()) == {0}
-            assert group._server is None
+            assert group._forks.server is None
             assert group.preload_note and why in group.preload_note
 
 
@@ -281,7 +281,7 @@ specs = [LaunchSpec(f"w-{i}", [sys.executable, "job.py"], dict(os.environ), str(
          for i in range(2)]
 with ProcessGroup(specs) as group:
     started = group.start()
-    info = {"replicas": [p for p, _ in started.values()], "server": group._server.pid,
+    info = {"replicas": [p for p, _ in started.values()], "server": group._forks.server.pid,
             "watchdog": group._watchdog.pid, "token": group.token}
     (tmp / "info.tmp").write_text(json.dumps(info))
     os.rename(tmp / "info.tmp", tmp / "info.json")
@@ -428,7 +428,7 @@ def test_spawned_multiprocessing_children_find_the_scripts_classes(tmp_path: Pat
     group_specs = specs(tmp_path, [PY, "job.py"], n=1, preload=("multiprocessing", "decimal"))
     with ProcessGroup(group_specs) as group:
         assert run_all(group, timeout=120) == {"w-0": 0}, lines(group_specs[0].log_path)
-        assert group._server is not None
+        assert group._forks.server is not None
     assert lines(group_specs[0].log_path, "stdout") == ["[Point(x=3), Point(x=4)]"]
 
 
@@ -440,7 +440,7 @@ def test_every_replica_gets_its_own_random_state(tmp_path: Path) -> None:
     group_specs = specs(tmp_path, [PY, "job.py"], preload=("torch", "multiprocessing"))
     with ProcessGroup(group_specs) as group:
         assert run_all(group, timeout=120) == {"w-0": 0, "w-1": 0}
-        assert group._server is not None
+        assert group._forks.server is not None
     a, b = (json.loads(lines(s.log_path, "stdout")[0]) for s in group_specs)
     assert all(x != y for x, y in zip(a, b, strict=True)), (a, b)
 
@@ -474,7 +474,7 @@ def test_files_held_by_the_scripts_modules_are_flushed_and_daemon_threads_see_no
     group_specs = specs(tmp_path, [PY, "job.py"], n=1)
     with ProcessGroup(group_specs) as group:
         assert run_all(group) == {"w-0": 0}  # an atexit handler's error is reported, not an exit status
-        assert group._server is not None
+        assert group._forks.server is not None
     err = "\n".join(lines(group_specs[0].log_path, "stderr"))
     assert "ValueError: handler broke" in err
     assert "Exception in thread" not in err
@@ -503,7 +503,7 @@ def test_ps_shows_the_replicas_command_and_its_escaped_children_die_with_it(tmp_
     group_specs = specs(tmp_path, [PY, "job.py", "--steps", "20"], n=1)
     with ProcessGroup(group_specs) as group:
         pid = group.start()["w-0"][0]
-        assert group._server is not None
+        assert group._forks.server is not None
         assert wait_until(lambda: (tmp_path / "child").exists(), timeout=30)
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         assert cmdline == [PY.encode(), b"job.py", b"--steps", b"20"]
@@ -513,7 +513,7 @@ def test_ps_shows_the_replicas_command_and_its_escaped_children_die_with_it(tmp_
         events = group.wait_exit(60)
         assert [(e.key, e.returncode) for e in events] == [("w-0", 0)]
         assert wait_until(lambda: not alive(child), timeout=10)
-        assert group._server is not None and alive(group._server.pid)  # the sweep spared the server
+        assert group._forks.server is not None and alive(group._forks.server.pid)  # the sweep spared the server
 
 
 def test_a_wake_while_preloading_starts_the_replicas_without_waiting(tmp_path: Path) -> None:
@@ -527,7 +527,7 @@ def test_a_wake_while_preloading_starts_the_replicas_without_waiting(tmp_path: P
         threading.Timer(0.5, group.wake).start()
         started = group.start()  # a Ctrl-C during a long import must not wait for it
         assert list(started) == ["w-0"]
-        assert group._server is None
+        assert group._forks.server is None
         assert group.wait_exit(60) == []  # the wake is still there for the caller
         assert run_all_started(group) == {"w-0": 0}
     assert json.loads(lines(group_specs[0].log_path, "stdout")[0])["preloaded"] is False
@@ -538,15 +538,15 @@ def test_a_dead_server_takes_its_replicas_and_says_so(tmp_path: Path) -> None:
     group_specs = specs(tmp_path, [PY, "job.py"])
     with ProcessGroup(group_specs) as group:
         started = group.start()
-        assert group._server is not None
-        os.kill(group._server.pid, signal.SIGKILL)
+        assert group._forks.server is not None
+        os.kill(group._forks.server.pid, signal.SIGKILL)
         codes = run_all_started(group)
         assert codes == {"w-0": -signal.SIGKILL, "w-1": -signal.SIGKILL}
         assert not any(alive(pid) for pid, _ in started.values())
         assert group.preload_note and "killed by signal 9" in group.preload_note
         # The next start goes the ordinary way rather than trusting a server that died.
         group.start()
-        assert group._server is None
+        assert group._forks.server is None
         group.terminate(grace=5)
     for s in group_specs:
         assert any("exit status is lost" in line for line in lines(s.log_path, "stderr")), s.key
@@ -561,7 +561,7 @@ def test_replicas_with_different_omp_settings_do_not_share_a_server(tmp_path: Pa
     ]
     with ProcessGroup(group_specs) as group:
         assert set(run_all(group).values()) == {0}
-        assert group._server is None and group.preload_note and "OMP_" in group.preload_note
+        assert group._forks.server is None and group.preload_note and "OMP_" in group.preload_note
 
 
 def test_describe_says_whether_the_replicas_were_forked_and_why_not(tmp_path: Path) -> None:

@@ -20,19 +20,15 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local import log_format, log_reader, processes
+from kubetrain.backends.local import log_format, log_reader, spawning
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
 from kubetrain.backends.local.job_processes import kill_recorded
 from kubetrain.backends.local.log_follow import follow_log
 from kubetrain.backends.local.log_reader import iter_log, merge_logs
 from kubetrain.backends.local.log_writer import LineAssembler, LogWriter
-from kubetrain.backends.local.processes import (
-    ExitEvent,
-    LaunchSpec,
-    ProcessGroup,
-    find_program,
-    proc_start_time,
-)
+from kubetrain.backends.local.processes import ExitEvent, LaunchSpec, ProcessGroup
+from kubetrain.backends.local.procfs import proc_start_time
+from kubetrain.backends.local.spawning import find_program
 from kubetrain.contract.logs import LogRecord
 from kubetrain.terminal import OutputSink
 from tests.support.helpers import alive
@@ -388,7 +384,7 @@ def test_ctrl_c_of_the_supervisor_leaves_no_process(tmp_path: Path) -> None:
 
 def test_replica_leaders_die_with_the_supervisor_even_without_the_watchdog(tmp_path: Path) -> None:
     # PR_SET_PDEATHSIG comes through util-linux setpriv, part of every Debian system (util-linux is Essential).
-    assert processes._pdeathsig_prefix(), "setpriv with --pdeathsig is missing"
+    assert spawning.pdeathsig_prefix(), "setpriv with --pdeathsig is missing"
     sup, info, pids = _run_supervisor(tmp_path)
     leaders = [p for p, _ in info["replicas"].values()]  # type: ignore[attr-defined]
     watchdog = info["watchdog"]

@@ -2,7 +2,7 @@
 
 :mod:`kubetrain.backends.local._preload_server` is the server and says what a
 forked replica keeps from a fresh ``python`` and what it does not. This
-module decides when a group of replicas can use one, starts it, and asks it
+module decides when a group of replicas can use one (`ForkServerSlot`), starts it, and asks it
 for replicas.
 
 Protocol, over a Unix stream socket, length-prefixed JSON with descriptors
@@ -30,12 +30,14 @@ import subprocess
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from . import _preload_server
-from ._preload_server import CMDLINE_ROOM, recv_message, send_message
+from ._preload_server import CMDLINE_ROOM, TAG_ROOM, recv_message, send_message
+from ._watchdog import TAG_VAR, add_tag, make_tag
+from .spawning import find_program
 
-__all__ = ["PreloadError", "PreloadServer", "common_env", "fork_target", "is_python"]
+__all__ = ["ForkServerSlot", "PreloadError", "PreloadServer", "common_env", "fork_target", "is_python"]
 
 READY_TIMEOUT = 120.0
 """Seconds to wait for the imports; past that the replicas are started the ordinary way."""
@@ -122,7 +124,7 @@ class PreloadServer:
         self._sock: socket.socket | None = sock
         self._out = out
         self.ready = False
-        #: What the server set up with; one built for other values cannot serve (see ProcessGroup).
+        #: What the server set up with; one built for other values cannot serve (`ForkServerSlot`).
         self.key: object = None
 
     @classmethod
@@ -268,3 +270,109 @@ class PreloadServer:
         if self._sock is None:
             raise PreloadError("the preload server is closed")
         return self._sock
+
+
+class ReplicaStart(Protocol):
+    """What a fork server is chosen by: a replica's start (`processes.LaunchSpec`)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def argv(self) -> Sequence[str]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def preload(self) -> tuple[str, ...]: ...
+
+
+class ForkServerSlot:
+    """The preloading server one process group forks its Python replicas from, at most one at a time: started
+    for a start's replicas when all of them can share one, kept across gang restarts while what it was set
+    up with still holds, and given up for the group once it failed (the replicas then start the ordinary
+    way, and meet an import error themselves)."""
+
+    def __init__(self, token: str) -> None:
+        """`token`: the process group's, which the server's tag carries."""
+        self.server: PreloadServer | None = None
+        self._token = token
+        self._failed: set[object] = set()
+        #: Why the last start did not use a server although its replicas asked for one.
+        self.note: str | None = None
+
+    def for_start(self, specs: Sequence[ReplicaStart], prefix: list[str], wake_fd: int) -> PreloadServer | None:
+        """A ready server for this start's replicas, or None (they are then spawned the ordinary way).
+        `prefix`: the argv prefix it is started with (`spawning.pdeathsig_prefix`); `wake_fd` cuts the wait for
+        its imports short."""
+        self.note = None
+        modules = specs[0].preload if specs else ()
+        if not modules or any(s.preload != modules for s in specs):
+            self.stop()
+            return None
+        why_not = None
+        programs = set()
+        for s in specs:
+            try:
+                programs.add(find_program(s.argv[0], s.env, s.cwd))
+            except OSError:
+                why_not = f"{s.key}: {s.argv[0]} not found"
+                break
+            if fork_target(s.argv, s.cwd) is None:
+                why_not = f"{s.key}: not `python SCRIPT` (a source file) or `python -m MODULE`"
+                break
+        python = programs.pop() if len(programs) == 1 else ""
+        env = common_env([s.env for s in specs], skip=TAG_VAR)
+        if why_not is None and not python:
+            why_not = "the replicas run different programs"
+        elif why_not is None and not is_python(python):
+            why_not = f"{python} is not a python interpreter"
+        elif why_not is None and env is None:
+            why_not = "the replicas' start-up variables (PYTHON*, LD_*, OMP_*, locale...) differ"
+        if why_not is not None or env is None:
+            self.note = why_not
+            self.stop()
+            return None
+        # Each forked replica changes into its own folder (roles may each have a workingDir); the server
+        # starts in theirs when they share one, so what its imports read from the current folder is theirs.
+        cwds = {s.cwd for s in specs}
+        cwd = cwds.pop() if len(cwds) == 1 else None
+        # Everything the server was set up with: a server imported under other values cannot serve.
+        key = (python, modules, cwd, tuple(sorted(env.items())))
+        server = self.server
+        if server is not None and server.key == key and server.alive():
+            return server
+        self.stop()
+        if key in self._failed:
+            return None
+        # Room after the tag: each replica writes its own serial over the server's (see _preload_server).
+        tag = add_tag(specs[0].env.get(TAG_VAR), make_tag(self._token, 0))
+        env[TAG_VAR] = tag + " " * TAG_ROOM
+        try:
+            server = PreloadServer.launch(python, modules, env, cwd, prefix)
+            server.key = key
+            self.server = server
+            if not server.wait_ready(wake_fd=wake_fd):
+                # Woken (Ctrl-C, cancel) while importing: start the ordinary way, which is quick, and
+                # let the caller's next wait_exit() see the wake and stop them.
+                self.stop()
+                return None
+        except PreloadError as e:
+            self.failed(key, e)
+            return None
+        return server
+
+    def failed(self, key: object, error: PreloadError) -> None:
+        """Give up on the server set up as `key` for this group."""
+        self._failed.add(key)
+        self.stop()
+        lines = str(error).strip().splitlines()
+        self.note = f"preloading failed, replicas start without it: {lines[-1] if lines else error}"
+
+    def pids(self) -> list[int]:
+        return [self.server.pid] if self.server is not None else []
+
+    def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()

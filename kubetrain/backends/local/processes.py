@@ -1,81 +1,15 @@
-"""The replicas of one local job as OS processes: spawn, watch, stop, and never leave one behind.
+"""The replicas of one local job as OS processes: spawned, watched, stopped, and never one left behind.
 
-One :class:`ProcessGroup` owns the replicas of one job. Everything it waits
-for goes through a single epoll selector: a pidfd per replica (readable the
-moment the replica exits), the replicas' stdout and stderr pipes, and an
-eventfd that :meth:`ProcessGroup.wake` writes. An exit is therefore seen
-within a select round, with no polling and no SIGCHLD handler.
-
-How no process is left behind, by path:
-
-- *A replica exits* (any code): its whole process group is SIGKILLed before it
-  is reaped, as Kubernetes kills a container's processes when its main
-  process ends. The leader being an unreaped zombie keeps the group id ours,
-  so the kill cannot hit a reused pid. Descendants that left the group
-  (torchrun starts each worker in its own session) are found by the
-  environment tag described in ``_watchdog`` and killed too.
-- *terminate()/cancel/Ctrl-C*: SIGTERM to every replica's process group, the
-  grace period with output still pumped, then SIGKILL, then a tag sweep that
-  waits until every tagged process is gone.
-- *The supervisor dies*, even by SIGKILL: a watchdog process (one per group,
-  in its own session so terminal signals miss it) reads a pipe whose only
-  writer is the supervisor; at end of file it SIGKILLs every tagged process.
-  As a second line, each replica leader has PR_SET_PDEATHSIG=SIGKILL, so it
-  dies with the supervisor even if the watchdog was killed as well.
-- *Another shell* (``kubetrain cancel`` after the supervisor died): record
-  :attr:`ProcessGroup.token` and the ``(pid, start time)`` pairs from
-  :meth:`ProcessGroup.start`; :func:`kill_tagged` and :func:`kill_recorded`
-  are safe against pid reuse.
-
-PR_SET_PDEATHSIG fires when the *thread* that spawned the child exits, not
-the process: call :meth:`ProcessGroup.start` from a thread that outlives the
-replicas (the main thread).
-
-Spawn cost, measured on 2 cores for 8 replicas of ``python -c pass`` (median
-of 15; time for the 8 ``Popen`` calls to return):
-
-=================================  ============  ======================================
-how PDEATHSIG is set               small parent  parent holding torch + 300 MB
-=================================  ============  ======================================
-not set (vfork + exec)             28 ms         39 ms
-``preexec_fn`` calling prctl       51 ms         270 ms (fork copies the page tables)
-``setpriv --pdeathsig KILL`` exec  40 ms         45 ms
-=================================  ============  ======================================
-
-So replicas are exec'd through util-linux ``setpriv`` when it is present and
-understands ``--pdeathsig`` (probed once per process); without it they are
-spawned directly and the watchdog alone covers a supervisor crash.
-``preexec_fn`` is never used. One visible effect: the replica's ``argv[0]``
-is the resolved path of its program (``/usr/bin/python3``, not ``python3``).
-
-End to end on the same machine (8 replicas, 2 busy cores): ``start()``
-returns in 30-60 ms; the first replica's exit is seen by ``wait_exit`` in
-under 20 ms (most of it the replica's own interpreter shutdown), and
-``terminate()`` has every other replica stopped and reaped, output written,
-10-30 ms after that exit.
-
-Replicas that ask for a preload (:attr:`LaunchSpec.preload`) are forked by a
-preloading server instead (``preload.py``, ``_preload_server.py``) when they
-can share one; the paths above hold for them too: each leads its own session,
-dies with the server (which dies with the supervisor), carries its own tag,
-and is reaped by the server only when this group asks, after its exit was seen.
-
-Every replica gets one variable added to its environment,
-``KUBETRAIN_LOCAL_TAG``. Known gaps, all outside what a process group can
-see: a descendant that clears its environment (``env -i``) or runs set-uid
-survives a crash of the supervisor; a child the supervisor *forks* (not
-spawns) keeps the watchdog pipe open until it exits; the supervisor must not
-reap children itself (``os.wait()``, SIGCHLD set to SIG_IGN).
-
-Output: every line goes to the replica's log file first (``log_writer.LogWriter``:
-rotated past a size, and on a full disk counted and marked, never silently
-lost), then to the live output, which a thread of its own feeds to the sink
-(``live_output``): a terminal that stops reading never holds up the log files
-or this loop; lines it cannot take are dropped from the terminal only, with a
-count. Trouble with a log (a full disk) is reported through ``on_log_notice``.
-
-A ProcessGroup is not thread-safe, except :meth:`ProcessGroup.wake` and
-:meth:`ProcessGroup.hurry`.
+One `ProcessGroup` owns the replicas of one job, so that a supervisor sees each exit the moment it
+happens, stops them the way Kubernetes stops a pod's containers (SIGTERM, a grace period with output
+still pumped, SIGKILL), and leaves no process behind whatever happens to it: how a replica is spawned so
+it can always be found and dies with its supervisor is `spawning`'s, finding and killing stray processes
+by their environment tag `_watchdog`'s, forking Python replicas from a preloading server `preload`'s, and
+their log files `replica_logs`'. Everything the group waits for goes through one epoll selector (a pidfd
+per replica, readable the moment it exits; its stdout and stderr pipes; an eventfd that `wake` writes),
+so an exit is seen within a select round, with no polling and no SIGCHLD handler. Every line is written
+to the replica's log first, then to the live output, which a thread of its own feeds to the sink
+(`live_output`): a terminal that stops reading never holds up the log files or this loop.
 """
 
 from __future__ import annotations
@@ -85,41 +19,23 @@ import fcntl
 import os
 import secrets
 import selectors
-import shutil
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubetrain.backends.local import _watchdog
-from kubetrain.backends.local._preload_server import TAG_ROOM
-from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
-from kubetrain.backends.local.live_output import LiveOutput
-from kubetrain.backends.local.log_writer import Gap, LineAssembler, LogWriter, append_note, rotation_from_env
-from kubetrain.backends.local.preload import PreloadError, PreloadServer, common_env, fork_target, is_python
-from kubetrain.backends.local.procfs import proc_start_time
-from kubetrain.contract.logs import LogSink
+from ...contract.logs import LogSink
+from ._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
+from .live_output import LiveOutput
+from .log_writer import LineAssembler, LogWriter, append_note, rotation_from_env
+from .preload import ForkServerSlot, PreloadError, PreloadServer, fork_target
+from .procfs import proc_start_time
+from .replica_logs import LogNotice, ReplicaLogs
+from .spawning import EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, Watchdog, find_program, pdeathsig_prefix
 
-__all__ = [
-    "EXIT_CANNOT_EXECUTE",
-    "EXIT_NOT_FOUND",
-    "TAG_VAR",
-    "ExitEvent",
-    "LaunchSpec",
-    "LogNotice",
-    "ProcessGroup",
-    "find_program",
-    "kill_tagged",
-    "proc_start_time",
-]
-
-#: Exit codes for replicas that could not be started, as a shell reports them.
-EXIT_NOT_FOUND = 127
-EXIT_CANNOT_EXECUTE = 126
+__all__ = ["ExitEvent", "LaunchSpec", "ProcessGroup"]
 
 _READ_SIZE = 1 << 16
 # A bigger pipe lets a replica write a burst while the supervisor is busy
@@ -169,72 +85,6 @@ class ExitEvent:
     time: float  #: wall clock (time.time()) when the exit was seen
 
 
-@dataclass(frozen=True)
-class LogNotice:
-    """Trouble writing a replica's log (a full disk): said once when it starts (``first``, for the
-    terminal), and for each replica whose log closed with lines missing (for the job's record)."""
-
-    key: str
-    message: str
-    first: bool
-
-
-def find_program(argv0: str, env: Mapping[str, str], cwd: str | None = None) -> str:
-    """The path ``argv0`` runs as in a child with environment ``env`` in ``cwd``, as execvp would find it.
-
-    Raises FileNotFoundError (nothing found) or PermissionError (found, not
-    executable). A name without ``/`` is looked up in the child's PATH (or the
-    system default path when it has none), not in ours.
-    """
-    base = cwd or os.getcwd()
-    if "/" in argv0:
-        path = os.path.join(base, argv0)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(2, f"no such file: {path}", argv0)
-        if not os.access(path, os.X_OK):
-            raise PermissionError(13, "program is not executable", argv0)
-        return path
-    denied = None
-    for d in env.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(base, d or ".", argv0)
-        if os.path.isfile(path):
-            if os.access(path, os.X_OK):
-                return path
-            denied = denied or path
-    if denied:
-        raise PermissionError(13, "program is not executable", denied)
-    raise FileNotFoundError(2, f"searched PATH={env.get('PATH', os.defpath)}", argv0)
-
-
-_setpriv_lock = threading.Lock()
-_setpriv: list[str] | None = None
-
-
-def _pdeathsig_prefix() -> list[str]:
-    """The argv prefix that makes a replica die with the supervisor; [] if setpriv is unusable."""
-    global _setpriv
-    with _setpriv_lock:
-        if _setpriv is None:
-            _setpriv = []
-            found = shutil.which("setpriv", path=os.pathsep.join(["/usr/bin", "/bin", os.defpath]))
-            if found:
-                try:
-                    # util-linux before 2.33 has no --pdeathsig.
-                    probe = subprocess.run(
-                        [found, "--pdeathsig", "KILL", "--", found, "--version"],
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        timeout=10,
-                        check=False,
-                    )
-                    if probe.returncode == 0:
-                        _setpriv = [found, "--pdeathsig", "KILL", "--"]
-                except (OSError, subprocess.SubprocessError):
-                    pass
-        return _setpriv
-
-
 @dataclass(eq=False)
 class _Stream:
     name: str  # "stdout" or "stderr"
@@ -260,7 +110,26 @@ class _Replica:
 
 
 class ProcessGroup:
-    """The replicas of one job. See the module doc for the guarantees.
+    """The replicas of one job. No process is left behind, by path:
+
+    - *a replica exits* (any code): its whole process group is SIGKILLed before it is reaped (the unreaped
+      leader keeps the group id ours), as Kubernetes kills a container's processes when its main process
+      ends; descendants that left the group (torchrun's workers, in sessions of their own) are found by
+      their tag and killed too;
+    - *terminate()* (cancel, Ctrl-C): SIGTERM to every replica's group, the grace period with output still
+      pumped, SIGKILL, then a tag sweep until every tagged process is gone;
+    - *the supervisor dies*, even by SIGKILL: the group's watchdog kills every tagged process, and each
+      replica leader dies with it anyway (PR_SET_PDEATHSIG; `spawning`);
+    - *another shell* (`kubetrain cancel` after the supervisor died): the (pid, start time) pairs `start`
+      returns and `token` reach them (`job_processes.kill_recorded`, `_watchdog.kill_tagged`).
+
+    What escapes, all outside what a process group can see: a descendant that clears its environment
+    (``env -i``) or runs set-uid survives a crash of the supervisor; a child the supervisor *forks* (not
+    spawns) keeps the watchdog pipe open until it exits; the supervisor must not reap children itself
+    (``os.wait()``, SIGCHLD set to SIG_IGN). Replicas forked by a preloading server keep every path above:
+    each leads its own session, carries its own tag, and dies with the server, which dies with the
+    supervisor. Measured on 2 busy cores for 8 replicas: `start` returns in 30-60 ms, an exit is seen by
+    `wait_exit` within 20 ms, and `terminate` has the rest stopped and their output written 10-30 ms later.
 
     Typical supervisor loop::
 
@@ -270,7 +139,8 @@ class ProcessGroup:
             rest = group.terminate(grace=5.0)
             group.start()                               # gang restart, same (or new) specs
 
-    Usable as a context manager; leaving it calls :meth:`close`.
+    Usable as a context manager; leaving it calls :meth:`close`. Not thread-safe, except :meth:`wake` and
+    :meth:`hurry`.
     """
 
     def __init__(
@@ -287,11 +157,7 @@ class ProcessGroup:
         log (default: ``KUBETRAIN_LOG_MAX_SIZE``/``_FILES``, else the kubelet's 10Mi and 5)."""
         self._specs = self._check_specs(specs)
         self._sink = LiveOutput(sink, job=job) if sink is not None else None
-        self._job = job
-        self._on_log_notice = on_log_notice
-        self._rotation = log_rotation if log_rotation is not None else rotation_from_env()
-        self._said_full = False
-        self._unmarked: list[tuple[Path, Gap]] = []
+        self._logs = ReplicaLogs(job, on_log_notice, log_rotation if log_rotation is not None else rotation_from_env())
         #: Names this group's processes in their environment (``KUBETRAIN_LOCAL_TAG``).
         self.token = secrets.token_hex(8)
         self._serial = 0
@@ -304,14 +170,15 @@ class ProcessGroup:
         self._sel = selectors.DefaultSelector()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._sel.register(self._wake_fd, selectors.EVENT_READ, None)
-        self._watchdog: subprocess.Popen[bytes] | None = None
-        self._watchdog_w = -1
-        self._server: PreloadServer | None = None
-        self._server_failed: set[object] = set()
-        #: Why the last start did not use a preload server although its replicas asked for one.
-        self.preload_note: str | None = None
+        self._watchdog = Watchdog(self.token)
+        self._forks = ForkServerSlot(self.token)
         #: The modules the replicas of the last start were forked with; () when spawned the ordinary way.
         self.preloaded: tuple[str, ...] = ()
+
+    @property
+    def preload_note(self) -> str | None:
+        """Why the last start did not use a preload server although its replicas asked for one."""
+        return self._forks.note
 
     @staticmethod
     def _check_specs(specs: Iterable[LaunchSpec]) -> list[LaunchSpec]:
@@ -340,9 +207,9 @@ class ProcessGroup:
         if specs is not None:
             self._specs = self._check_specs(specs)
         self._finish_streams(0.0)
-        self._mark_gaps()
-        self._ensure_watchdog()
-        prefix = _pdeathsig_prefix()
+        self._logs.mark_gaps()
+        self._watchdog.ensure()
+        prefix = pdeathsig_prefix()
         if self._sink is not None:
             self._sink.add_keys([s.key for s in self._specs])
         # Every log file opens before anything is spawned: an unwritable log
@@ -350,19 +217,19 @@ class ProcessGroup:
         logs: list[LogWriter] = []
         try:
             for spec in self._specs:
-                logs.append(self._log_writer(spec))
+                logs.append(self._logs.writer(spec.key, spec.log_path))
         except OSError:
             for log in logs:
                 log.close()
             raise
-        server = self._preload_server(prefix)
+        server = self._forks.for_start(self._specs, prefix, self._wake_fd)
         self._replicas = {}
         started: dict[str, tuple[int, int]] = {}
         for spec, log in zip(self._specs, logs, strict=True):
             r = self._spawn(spec, log, prefix, server)
             if r.live:
                 started[spec.key] = (r.pid, r.start_time)
-        self.preloaded = server.modules if server is not None and self._server is server else ()
+        self.preloaded = server.modules if server is not None and self._forks.server is server else ()
         self._flush()
         return started
 
@@ -380,16 +247,16 @@ class ProcessGroup:
             raise RuntimeError(f"replicas still running: {busy}")
         keys = {s.key for s in specs}
         self._specs = self._check_specs([s for s in self._specs if s.key not in keys] + list(specs))
-        self._ensure_watchdog()
-        prefix = _pdeathsig_prefix()
+        self._watchdog.ensure()
+        prefix = pdeathsig_prefix()
         if self._sink is not None:
             self._sink.add_keys([s.key for s in specs])
-        logs = [self._log_writer(spec) for spec in specs]
+        logs = [self._logs.writer(spec.key, spec.log_path) for spec in specs]
         started: dict[str, tuple[int, int]] = {}
         for spec, log in zip(specs, logs, strict=True):
             old = self._replicas.get(spec.key)
             if old is not None:
-                self._close_log(old)
+                self._logs.close(old.spec.key, old.log)
             r = self._spawn(spec, log, prefix, None)
             if r.live:
                 started[spec.key] = (r.pid, r.start_time)
@@ -401,20 +268,7 @@ class ProcessGroup:
         ``grace`` seconds with output pumped, then SIGKILL. Returns their exits; the exits of other replicas
         seen meanwhile stay for the next :meth:`wait_exit`. Their specs leave the group."""
         wanted = set(keys)
-        targets = [r for k, r in self._replicas.items() if k in wanted and r.live]
-        for r in targets:
-            self._killpg(r, signal.SIGTERM)
-        deadline = time.monotonic() + max(0.0, grace)
-        while any(r.live for r in targets) and (left := deadline - time.monotonic()) > 0:
-            self._round(left)
-        stubborn = [r for r in targets if r.live]
-        if stubborn:
-            for r in stubborn:
-                self._killpg(r, signal.SIGKILL)
-            signal_tagged(self.token, signal.SIGKILL, [r.serial for r in stubborn])
-            deadline = time.monotonic() + _KILL_WAIT
-            while any(r.live for r in stubborn) and (left := deadline - time.monotonic()) > 0:
-                self._round(left)
+        self._stop([r for k, r in self._replicas.items() if k in wanted and r.live], grace, hurried=False)
         self._specs = [s for s in self._specs if s.key not in wanted]
         mine = [e for e in self._pending if e.key in wanted]
         self._pending = [e for e in self._pending if e.key not in wanted]
@@ -495,14 +349,27 @@ class ProcessGroup:
         process of the group remains (save one stuck in uninterruptible
         sleep for more than 5 s) and all output has been written.
         """
-        live = [r for r in self._replicas.values() if r.live]
-        for r in live:
+        self._stop([r for r in self._replicas.values() if r.live], grace, hurried=True)
+        # Whatever escaped both the groups and the per-replica sweeps at exit
+        # (a child forked while its parent was being killed) goes now; the
+        # preload server, tagged too, stays for the next start.
+        kill_tagged(self.token, wait=_KILL_WAIT, spare=self._forks.pids())
+        self._finish_streams(_DRAIN_WAIT)
+        return self._take_pending()
+
+    def _stop(self, targets: list[_Replica], grace: float, *, hurried: bool) -> None:
+        """SIGTERM to each of `targets`' process groups, up to `grace` seconds with output pumped (cut short by
+        :meth:`hurry` when `hurried`), then SIGKILL to those left and to their tagged descendants."""
+        for r in targets:
             self._killpg(r, signal.SIGTERM)
         deadline = time.monotonic() + max(0.0, grace)
-        while not self._hurry and any(r.live for r in live) and (left := deadline - time.monotonic()) > 0:
+        while not (hurried and self._hurry) and any(r.live for r in targets) and (
+            left := deadline - time.monotonic()
+        ) > 0:
             self._round(left)
-        self._hurry = False
-        stubborn = [r for r in live if r.live]
+        if hurried:
+            self._hurry = False
+        stubborn = [r for r in targets if r.live]
         if stubborn:
             for r in stubborn:
                 self._killpg(r, signal.SIGKILL)
@@ -510,12 +377,6 @@ class ProcessGroup:
             deadline = time.monotonic() + _KILL_WAIT
             while any(r.live for r in stubborn) and (left := deadline - time.monotonic()) > 0:
                 self._round(left)
-        # Whatever escaped both the groups and the per-replica sweeps at exit
-        # (a child forked while its parent was being killed) goes now; the
-        # preload server, tagged too, stays for the next start.
-        kill_tagged(self.token, wait=_KILL_WAIT, spare=self._server_pids())
-        self._finish_streams(_DRAIN_WAIT)
-        return self._take_pending()
 
     def close(self) -> None:
         """SIGKILL whatever still runs, write out all output, stop the watchdog. Idempotent."""
@@ -531,15 +392,15 @@ class ProcessGroup:
                 if r.pidfd >= 0:  # only a replica stuck past the SIGKILL wait
                     os.close(r.pidfd)
                     r.pidfd = -1
-                self._close_log(r)
-            self._mark_gaps()
+                self._logs.close(r.spec.key, r.log)
+            self._logs.mark_gaps()
             if self._sink is not None:
                 self._sink.close()
             self._sel.close()
             fd, self._wake_fd = self._wake_fd, -1
             os.close(fd)
-            self._stop_server()
-            self._stop_watchdog()
+            self._forks.stop()
+            self._watchdog.stop()
 
     def __enter__(self) -> ProcessGroup:
         return self
@@ -548,117 +409,6 @@ class ProcessGroup:
         self.close()
 
     # ------------------------------------------------------------------ spawning
-
-    def _ensure_watchdog(self) -> None:
-        if self._watchdog is not None and self._watchdog.poll() is None:
-            return
-        self._stop_watchdog()
-        r, w = os.pipe()
-        try:
-            self._watchdog = subprocess.Popen(
-                # -I -S: no site, no user paths, no PYTHON* variables: nothing
-                # that can fail or slow the start of the one process that must run.
-                [sys.executable, "-I", "-S", _watchdog.__file__, self.token],
-                stdin=r,
-                stdout=subprocess.DEVNULL,
-                # Not our stderr: a caller reading it through a pipe would wait
-                # for the watchdog too.
-                stderr=subprocess.DEVNULL,
-                cwd="/",
-                env={k: v for k, v in os.environ.items() if k != TAG_VAR},
-                start_new_session=True,
-            )
-        finally:
-            os.close(r)
-        self._watchdog_w = w
-
-    def _stop_watchdog(self) -> None:
-        if self._watchdog_w >= 0:
-            os.close(self._watchdog_w)  # end of file: it sweeps (nothing left) and exits
-            self._watchdog_w = -1
-        if self._watchdog is not None:
-            try:
-                self._watchdog.wait(_KILL_WAIT)
-            except subprocess.TimeoutExpired:
-                self._watchdog.kill()
-                self._watchdog.wait()
-            self._watchdog = None
-
-    def _preload_server(self, prefix: list[str]) -> PreloadServer | None:
-        """A ready server for this start's replicas, or None (they are then spawned the ordinary way)."""
-        self.preload_note = None
-        specs = self._specs
-        modules = specs[0].preload if specs else ()
-        if not modules or any(s.preload != modules for s in specs):
-            self._stop_server()
-            return None
-        why_not = None
-        programs = set()
-        for s in specs:
-            try:
-                programs.add(find_program(s.argv[0], s.env, s.cwd))
-            except OSError:
-                why_not = f"{s.key}: {s.argv[0]} not found"
-                break
-            if fork_target(s.argv, s.cwd) is None:
-                why_not = f"{s.key}: not `python SCRIPT` (a source file) or `python -m MODULE`"
-                break
-        python = programs.pop() if len(programs) == 1 else ""
-        env = common_env([s.env for s in specs], skip=TAG_VAR)
-        if why_not is None and not python:
-            why_not = "the replicas run different programs"
-        elif why_not is None and not is_python(python):
-            why_not = f"{python} is not a python interpreter"
-        elif why_not is None and env is None:
-            why_not = "the replicas' start-up variables (PYTHON*, LD_*, OMP_*, locale...) differ"
-        if why_not is not None or env is None:
-            self.preload_note = why_not
-            self._stop_server()
-            return None
-        # Each forked replica changes into its own folder (roles may each have a workingDir); the server
-        # starts in theirs when they share one, so what its imports read from the current folder is theirs.
-        cwds = {s.cwd for s in specs}
-        cwd = cwds.pop() if len(cwds) == 1 else None
-        # Everything the server was set up with: a server imported under other values cannot serve.
-        key = (python, modules, cwd, tuple(sorted(env.items())))
-        server = self._server
-        if server is not None and server.key == key and server.alive():
-            return server
-        self._stop_server()
-        if key in self._server_failed:
-            return None
-        # Room after the tag: each replica writes its own serial over the server's (see _preload_server).
-        tag = add_tag(specs[0].env.get(TAG_VAR), make_tag(self.token, 0))
-        env[TAG_VAR] = tag + " " * TAG_ROOM
-        try:
-            server = PreloadServer.launch(python, modules, env, cwd, prefix)
-            server.key = key
-            self._server = server
-            if not server.wait_ready(wake_fd=self._wake_fd):
-                # Woken (Ctrl-C, cancel) while importing: start the ordinary way, which is quick, and
-                # let the caller's next wait_exit() see the wake and stop them.
-                self._stop_server()
-                return None
-        except PreloadError as e:
-            self._preload_failed(key, e)
-            return None
-        return server
-
-    def _preload_failed(self, key: object, error: PreloadError) -> None:
-        """Give up on preloading for this group: the replicas start the ordinary way (and meet an import
-        error themselves)."""
-        self._server_failed.add(key)
-        self._stop_server()
-        lines = str(error).strip().splitlines()
-        self.preload_note = f"preloading failed, replicas start without it: {lines[-1] if lines else error}"
-
-    def _server_pids(self) -> list[int]:
-        return [self._server.pid] if self._server is not None else []
-
-    def _stop_server(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
 
     def _spawn(self, spec: LaunchSpec, log: LogWriter, prefix: list[str], server: PreloadServer | None) -> _Replica:
         self._serial += 1
@@ -681,7 +431,7 @@ class ProcessGroup:
             try:
                 forked = server.spawn(target, env, spec.cwd, out_w, err_w)
             except PreloadError as e:
-                self._preload_failed(server.key, e)  # this one and the rest: the ordinary way
+                self._forks.failed(server.key, e)  # this one and the rest: the ordinary way
                 server = None
             else:
                 os.close(out_w)
@@ -736,7 +486,7 @@ class ProcessGroup:
     def _spawn_failed(self, r: _Replica, code: int, message: str) -> None:
         r.returncode = code
         self._emit(r, "stderr", [(f"kubetrain: {message}".encode(), False)], time.time_ns())
-        self._close_log(r)
+        self._logs.close(r.spec.key, r.log)
         self._pending.append(ExitEvent(r.spec.key, 0, code, time.time()))
 
     # ------------------------------------------------------------------ the loop
@@ -778,18 +528,18 @@ class ProcessGroup:
             if r.streams:
                 self._draining.add(r)
             else:
-                self._close_log(r)
+                self._logs.close(r.spec.key, r.log)
             self._pending.append(ExitEvent(r.spec.key, r.pid, r.returncode, now))
 
     def _reap(self, r: _Replica) -> int:
         if r.popen is not None:
             return r.popen.wait()
-        server = self._server
+        server = self._forks.server
         if server is not None:
             try:
                 return server.reap(r.pid)
             except PreloadError as e:
-                self._preload_failed(server.key, e)
+                self._forks.failed(server.key, e)
         # The server died, and its replicas with it (PR_SET_PDEATHSIG): their statuses are lost with it.
         with contextlib.suppress(KeyError):
             why = self.preload_note or "the preload server is gone"
@@ -816,56 +566,8 @@ class ProcessGroup:
         os.close(s.fd)
         r.streams.remove(s)
         if not r.streams and not r.live:
-            self._close_log(r)
+            self._logs.close(r.spec.key, r.log)
             self._draining.discard(r)
-
-    def _log_writer(self, spec: LaunchSpec) -> LogWriter:
-        max_size, max_files = self._rotation
-        return LogWriter(
-            spec.log_path,
-            max_size=max_size,
-            max_files=max_files,
-            on_gap=lambda gap: self._log_gap(spec.key, gap),
-        )
-
-    def _log_gap(self, key: str, gap: Gap) -> None:
-        """A replica's log stopped taking lines: said once per group, for the terminal."""
-        if self._said_full or self._on_log_notice is None:
-            return
-        self._said_full = True
-        where = f"kubetrain describe {self._job}" if self._job else "its log"
-        self._on_log_notice(
-            LogNotice(key, f"{key}: output not written to the log: {gap.reason}; counted and marked ({where})", True)
-        )
-
-    def _close_log(self, r: _Replica) -> None:
-        """Close a replica's log; lines it could not take are reported (once: closing again is a no-op)."""
-        if not r.log.is_open:
-            return
-        r.log.close()
-        if r.log.unmarked is not None:
-            self._unmarked.append((r.log.path, r.log.unmarked))
-        if r.log.gaps and self._on_log_notice is not None:
-            lost = r.log.dropped
-            self._on_log_notice(
-                LogNotice(
-                    r.spec.key,
-                    f"{r.spec.key}: {lost.lines:,} line{'s' if lost.lines != 1 else ''} ({lost.bytes:,} bytes)"
-                    f" of output not written to {r.log.path}: {lost.reason}; a marker in the log says where",
-                    False,
-                )
-            )
-
-    def _mark_gaps(self) -> None:
-        """Append the markers that found no room when their logs closed (the job store has given its
-        reserve back by the time the job's end is recorded, so there is room now, usually)."""
-        left = []
-        for path, gap in self._unmarked:
-            try:
-                append_note(path, gap.text())
-            except OSError:
-                left.append((path, gap))
-        self._unmarked = left
 
     def _emit(self, r: _Replica, stream: str, lines: list[tuple[bytes, bool]], time_ns: int) -> None:
         if not lines:
@@ -906,7 +608,7 @@ class ProcessGroup:
         # Only called while the leader is unreaped, so the group id is still ours. A forked replica is
         # the preload server's to reap: once the server is gone, init may have reaped it and its pid be
         # another's, so only its pidfd (certain to name it) is used.
-        if r.popen is None and (self._server is None or not self._server.alive()):
+        if r.popen is None and (self._forks.server is None or not self._forks.server.alive()):
             if r.pidfd >= 0:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     signal.pidfd_send_signal(r.pidfd, sig)

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 
 from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
-from .processes import ExitEvent, LogNotice, ProcessGroup
+from .processes import ExitEvent, ProcessGroup
+from .replica_logs import LogNotice
 from .store import JobStore
 from .store_connection import JobNotFoundError
 from .supervisor_core import MAX_WAIT, REASON_BACKOFF, REQUEST_POLL, file_size
