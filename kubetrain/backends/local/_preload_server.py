@@ -1,61 +1,13 @@
 """The preloading fork server: import the heavy modules once, then fork each Python replica from that state.
 
-Eight replicas that each ``import torch`` spend about 1 s of CPU apiece doing
-it; on two cores that alone is 4 s before the first ``init_process_group``.
-This program, run by the supervisor on the *replicas'* interpreter, imports
-the modules it is given (``torch``) once and then forks a replica per request
-(PyTorch's DataLoader workers are forked from the same state, so this is a
-path torch supports). It talks to the supervisor over a Unix socket it gets
-as a file descriptor; see :mod:`kubetrain.backends.local.preload` for the
-client and the protocol.
-
-A forked replica is made to look like ``python SCRIPT ARGS`` (or ``python -m
-MODULE ARGS``) started afresh:
-
-- its own session and process group, stdin from /dev/null, stdout and stderr
-  on the pipes the supervisor sent, its own working directory (its role's), ``os.environ``,
-  ``sys.argv``, ``sys.path[0]`` (unless ``PYTHONSAFEPATH``), a fresh
-  ``__main__`` module (also as ``__mp_main__``, so that spawned
-  multiprocessing children find the script's classes) as Python sets them;
-- in ``ps`` and ``/proc/<pid>/cmdline``, its own command line, and in
-  ``/proc/<pid>/environ`` its own ``KUBETRAIN_LOCAL_TAG`` (both rewritten in
-  place, in room this server reserves), so ``pkill -f train.py`` and
-  kubetrain's own process sweeps find it as they find a spawned replica;
-- fresh random state where a fresh process has it: ``random`` (reseeded by
-  Python after a fork), torch's default generator, NumPy's global one, and
-  multiprocessing's authentication key;
-- PR_SET_PDEATHSIG=SIGKILL, so it dies with this server, which itself dies
-  with the supervisor;
-- whatever the preload printed (a warning from an import) is written to its
-  stderr first, as a fresh process would have printed it;
-- the exit status Python would give: ``sys.exit`` codes, 1 after an uncaught
-  exception (printed through ``sys.excepthook``), death by SIGINT after an
-  uncaught KeyboardInterrupt, 120 when flushing stdout fails.
-
-How it ends differs, on purpose. Python's own shutdown of an interpreter
-holding torch takes 0.3-0.4 s per process, most of it copying the pages that
-finalisation touches, since the forked child shares them with this server
-(8 replicas: 2.7 s of 3.6 s in all). A replica therefore ends as
-multiprocessing's workers do, but more completely: it waits for its
-non-daemon threads, runs its ``atexit`` handlers, clears ``__main__`` and the
-modules the script imported (newest first, as Python's shutdown does;
-skipped while daemon threads still run, since they would see the cleared
-modules) and collects garbage, so the script's objects are finalised; then
-it flushes every open file and calls ``os._exit``. Objects held only by
-preloaded modules are not finalised; Python does not promise that either.
-``gc.freeze()`` before the first fork keeps the collector from touching (and
-so copying) the preloaded objects.
-
-Inherited, not fresh: the hash seed (``PYTHONHASHSEED``), the modules already
-imported (a ``queue.py`` beside the script does not shadow the standard
-library's if a preloaded module imported it), and whatever the preloaded
-modules read from the environment when they were imported. The server starts
-with the environment common to all replicas, and the client refuses to share
-one among replicas whose start-up variables (``PYTHON*``, ``LD_*``,
-``OMP_*``, locale...) differ.
-
-Standard library only, and Python 3.9 syntax: it runs on the replicas'
-interpreter, which need not be kubetrain's.
+Eight replicas that each ``import torch`` spend about a second of CPU apiece doing it, 4 s on two cores
+before the first ``init_process_group``. This program, run by the supervisor on the *replicas'* interpreter,
+imports the modules it is given once and forks a replica per request (PyTorch's DataLoader workers are
+forked from the same state, so it is a path torch supports). A forked replica is made to look and end like
+``python SCRIPT ARGS`` started afresh (`_Replica`), because the program, ``ps`` and kubetrain's own process
+sweeps must not tell the difference; only where a fresh start costs what preloading saves (Python's own
+shutdown, `_shutdown`) does it differ, on purpose. The client and the protocol are `preload`'s. Standard
+library only, and Python 3.9 syntax: it runs on the replicas' interpreter, which need not be kubetrain's.
 """
 
 from __future__ import annotations
@@ -245,7 +197,24 @@ class _Server:
 
 
 class _Replica:
-    """What a forked child does to become ``python TARGET...`` and to end like it."""
+    """What a forked child does to become ``python TARGET...`` and to end like it.
+
+    As Python sets them for a fresh process: its own session and process group, stdin from /dev/null,
+    stdout and stderr on the pipes the supervisor sent, its role's working directory, ``os.environ``,
+    ``sys.argv``, ``sys.path[0]`` (unless ``PYTHONSAFEPATH``) and a fresh ``__main__`` (also as
+    ``__mp_main__``, so spawned multiprocessing children find the script's classes). In ``ps`` and
+    ``/proc/<pid>/cmdline`` its own command line, in ``/proc/<pid>/environ`` its own
+    ``KUBETRAIN_LOCAL_TAG`` (both rewritten in place, in room the server reserves), so ``pkill -f train.py``
+    and kubetrain's sweeps find it. Fresh random state (`_fresh_process_state`), PR_SET_PDEATHSIG=SIGKILL
+    (it dies with the server, which dies with the supervisor), whatever the preload printed written to its
+    stderr first, and the exit status Python would give (``sys.exit`` codes, 1 after an uncaught exception,
+    death by SIGINT after an uncaught KeyboardInterrupt, 120 when flushing stdout fails).
+
+    Inherited, not fresh: the hash seed, the modules already imported (a ``queue.py`` beside the script
+    does not shadow the standard library's if a preloaded module imported it), and what the preloaded
+    modules read from the environment when imported: the server starts with the environment common to all
+    replicas, and the client refuses to share one among replicas whose start-up variables differ.
+    """
 
     def __init__(self, server: _Server, request: dict[str, Any], fds: list[int], settled: int) -> None:
         self.server = server
@@ -356,7 +325,9 @@ class _Replica:
 
 
 def _fresh_process_state() -> None:
-    """Give the replica what a fresh process has and a forked one would share with its siblings."""
+    """Give the replica what a fresh process has and a forked one would share with its siblings: ``random``
+    (reseeded by Python after a fork), torch's default generator, NumPy's global one, and multiprocessing's
+    authentication key."""
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()
@@ -426,7 +397,16 @@ def _ignored(what: str) -> None:
 
 
 def _shutdown(main: types.ModuleType, status: int, preloaded: frozenset[str]) -> int:
-    """What Python's exit does that matters to a program, without finalising the shared preload."""
+    """What Python's exit does that matters to a program, without finalising the shared preload.
+
+    Python's own shutdown of an interpreter holding torch takes 0.3-0.4 s per process, most of it copying
+    the pages finalisation touches, which a forked child shares with the server (8 replicas: 2.7 s of 3.6 s
+    in all). So a replica ends as multiprocessing's workers do, more completely: it waits for its non-daemon
+    threads, runs its ``atexit`` handlers, clears ``__main__`` and the modules the script imported (newest
+    first, as Python does; skipped while daemon threads run, which would see them cleared) and collects
+    garbage, so the script's objects are finalised; then it flushes every open file, and the caller calls
+    ``os._exit``. Objects held only by preloaded modules are not finalised (Python does not promise that
+    either); ``gc.freeze()`` before the first fork keeps the collector from copying the preloaded ones."""
     try:
         threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as Py_FinalizeEx waits for them
     except BaseException:
