@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.base import StillStopping
+from kubetrain.backends.local import job_start
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor import Supervisor
@@ -265,7 +266,7 @@ def test_a_cancel_interrupts_the_back_off(tmp_path: Path) -> None:
         record["restart"]["backoffSeconds"] = {"base": 30, "max": 30}
         backend.store.set_plan_json(job_id, json.dumps(record))
         assert record_of(job_id).restart.delay(0) == 30
-        sup = backend._start_detached(job_id)
+        sup = job_start.start_detached(backend.store, job_id)
     status = wait_backing_off(job_id)
     assert status.phase is JobPhase.RUNNING and status.backoff_count == 0
     assert "next attempt in 30s" in (status.message or "")
@@ -457,7 +458,7 @@ def test_a_job_cancelled_before_its_supervisor_starts_never_runs(tmp_path: Path)
     with local_backend() as backend:
         job_id = create_job(backend, job, tmp_path)
         assert backend.cancel(job_id).phase is JobPhase.CANCELLED
-        phase = backend._run_attached(job_id, None)  # the supervisor arrives late (a busy machine)
+        phase = job_start.run_attached(backend.store, job_id, None)  # the supervisor arrives late (a busy machine)
         assert phase is JobPhase.CANCELLED
         assert backend.status(job_id).phase is JobPhase.CANCELLED
     assert pidfiles(pids) == {}, "a cancelled job started its replicas"
@@ -471,10 +472,10 @@ def test_a_job_suspended_before_its_supervisor_starts_waits_for_resume(tmp_path:
         job_id = create_job(backend, job, tmp_path)
         with pytest.raises(StillStopping, match=f"job {job_id} is still pending"):
             backend.suspend(job_id)  # no supervisor yet to stop it: the request waits for one
-        assert backend._run_attached(job_id, None) is JobPhase.SUSPENDED
+        assert job_start.run_attached(backend.store, job_id, None) is JobPhase.SUSPENDED
         assert pidfiles(pids) == {}, "a suspended job started its replicas"
         backend._prepare_resume(job_id)  # resumed, its supervisor started here rather than detached
-        assert backend._run_attached(job_id, None) is JobPhase.SUCCEEDED
+        assert job_start.run_attached(backend.store, job_id, None) is JobPhase.SUCCEEDED
     assert len(pidfiles(pids)) == 2
 
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from kubetrain.backends.local import job_start
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.jobspec import TrainJob, from_dict
@@ -247,7 +248,7 @@ def run_job(job: TrainJob, base_dir: Path) -> JobStatus:
 
 def create_job(backend: LocalBackend, job: TrainJob, base_dir: Path) -> str:
     """Record the job and its launch record, start nothing (a test then starts its supervisor its own way)."""
-    job_id, _record = backend._create(job, base_dir)
+    job_id, _record = job_start.create_job(backend.store, job, base_dir, preload=backend.preload, gpus=backend.gpus)
     return job_id
 
 
@@ -256,7 +257,7 @@ def start_detached(job: TrainJob, base_dir: Path) -> tuple[str, int]:
     Returns the job id and the supervisor's pid."""
     with local_backend() as backend:
         job_id = create_job(backend, job, base_dir)
-        return job_id, backend._start_detached(job_id)
+        return job_id, job_start.start_detached(backend.store, job_id)
 
 
 def supervisor_pid(job_id: str) -> int | None:

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -48,21 +47,17 @@ from ..base import (
 from .changes import StoreChanges
 from .errors import DeletedWhileFollowed, LocalError
 from .job_processes import kill_job_processes
+from .job_start import create_job, end_unstarted, prepare_job, run_attached, start_detached
 from .launch import LAYOUT, LaunchRecord
 from .prepare import (
     DRY_RUN_FILES_DIR,
-    Prepared,
     base_dir_of,
     metrics_dir_of,
-    preload_modules,
     prepare_launch,
-    working_dir,
 )
 from .procfs import is_stopped
-from .replica_env import save_environment
 from .store import JobStore
 from .store_connection import JobNotFoundError
-from .store_jobs import JobIdTaken, new_job_id
 from .store_requests import RequestKind
 from .supervisor_core import BY_CTRL_C, BY_SIGTERM
 from .supervisor_liveness import (
@@ -84,9 +79,6 @@ if TYPE_CHECKING:
 STOP_WAIT = 60.0
 """Seconds `cancel` and `suspend` wait for the supervisor to report the job stopped (it needs the grace
 period, 5 s, plus the time replicas take to die)."""
-ID_DRAWS = 5
-"""Times a job id is drawn (and the job planned under it) before giving up: two jobs drawing the same id at
-the same moment is one chance in millions."""
 
 
 @dataclass
@@ -174,12 +166,15 @@ class LocalBackend:
             raise UsageError(f"unknown dry run {dry_run!r} (client or server)")
         base_dir = base_dir_of(job)
         if dry_run == "client":
-            record = self._prepare(job, job.name, DRY_RUN_FILES_DIR, base_dir).record
+            prepared = prepare_job(job, job.name, DRY_RUN_FILES_DIR, base_dir, preload=self.preload, gpus=self.gpus)
+            record = prepared.record
             return RunResult(job.name, self.name, plan=record.to_dict(), warnings=list(record.warnings),
                              plan_notes=LAYOUT)
         events = RunEvents(on_event, on_status)
         self.sweep_expired()
-        job_id, record = self._create(job, base_dir, check_programs=True)
+        job_id, record = create_job(
+            self.store, job, base_dir, backend=self.name, preload=self.preload, gpus=self.gpus, check_programs=True
+        )
         try:
             pause_point("local:created")  # a test hook (env_names.PAUSE_AT): recorded, nothing started
             events.created(job_id, f"created job {job_id}", say=False)
@@ -190,21 +185,21 @@ class LocalBackend:
             if status.phase is JobPhase.SUSPENDED:  # created paused
                 return RunResult(job_id, self.name, status=status, warnings=warnings)
             if detach:
-                self._start_detached(job_id)
+                start_detached(self.store, job_id)
                 pause_point("local:detached")  # a test hook (env_names.PAUSE_AT): its supervisor started, id not said
                 return RunResult(job_id, self.name, status=self._status(job_id), warnings=warnings, detached=True)
             count = len(record.processes)
             roles = ", ".join(f"{r.role}×{r.replicas}" for r in record.roles)
             events.message(f"job {job_id}: {count} process{'es' if count != 1 else ''} ({roles}); Ctrl-C cancels")
             try:
-                self._run_attached(job_id, sink, events)
+                run_attached(self.store, job_id, sink, events)
             finally:
                 if sink is not None:
                     sink.flush()
         except BaseException as exc:
             # Whatever stopped the start (an error, Ctrl-C before the supervisor ran) must not leave the job
             # Pending forever: it is ended, with the reason. A job its supervisor ran is not touched.
-            self._not_started(job_id, exc)
+            end_unstarted(self.store, job_id, exc, cancel=self.cancel)
             raise
         status = self._status(job_id)
         # The supervisor, attached in this process, handles SIGINT itself and records why it cancelled.
@@ -212,147 +207,6 @@ class LocalBackend:
         by_sigterm = status.phase is JobPhase.CANCELLED and status.message == BY_SIGTERM
         by = signal.SIGINT if by_ctrl_c else signal.SIGTERM if by_sigterm else None
         return RunResult(job_id, self.name, status=status, warnings=warnings, interrupted=by_ctrl_c, interrupted_by=by)
-
-    def _not_started(self, job_id: str, exc: BaseException) -> None:
-        """End a job still Pending because starting it failed with `exc` (nothing of it runs)."""
-        with contextlib.suppress(Exception):
-            supervisor = self.store.recorded_supervisor_pid(job_id)
-            if supervisor is not None:  # a supervisor took it over: it records the outcome itself
-                if isinstance(exc, KeyboardInterrupt) and supervisor != os.getpid():
-                    # `run --detach` interrupted once its own supervisor runs: the user never got the id, and
-                    # asked for nothing to run.
-                    self.cancel(job_id)
-                return
-            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM under the CLI's handlers (`Interrupted`)
-                by = "SIGTERM" if getattr(exc, "signum", signal.SIGINT) == signal.SIGTERM else "Ctrl-C"
-                phase, reason, message = JobPhase.CANCELLED, "Cancelled", f"cancelled by {by} before it started"
-            else:
-                phase, reason = JobPhase.FAILED, "StartFailed"
-                message = f"it could not be started: {type(exc).__name__}: {exc}"
-            self.store.set_job_phase(
-                job_id, phase, reason=reason, message=message,
-                condition=Condition(phase.value, ConditionStatus.TRUE, reason, message, time.time()),
-                expect=(JobPhase.PENDING,),
-            )
-
-    def _prepare(self, job: TrainJob, job_id: str, files_dir: Path, base_dir: Path, *, check: bool = False) -> Prepared:
-        """`job` planned once as `job_id` and judged by this machine (`prepare.prepare_launch`)."""
-        return prepare_launch(
-            job,
-            job_id,
-            files_dir,
-            base_dir=base_dir,
-            cwd=working_dir(job, base_dir),
-            preload=preload_modules(job, self.preload),
-            gpus=self.gpus,
-            check_programs=check,
-        )
-
-    def _create(
-        self, job: TrainJob, base_dir: Path | None = None, *, check_programs: bool = False
-    ) -> tuple[str, LaunchRecord]:
-        """Record the job and its launch record; start nothing. A paused job is recorded Suspended.
-        `base_dir`: where relative paths resolve (None: `job.base_dir`, else the current folder).
-        `LocalRefusal`, before anything is recorded, for a job this machine cannot run; with
-        `check_programs` (a real run, not a dry run), also for a script that is not there."""
-        base_dir = base_dir_of(job) if base_dir is None else base_dir
-        paused = job.spec.run_mode == "Pause" or bool(job.spec.run_policy.suspend)
-        # A paused job's script may be written before it is resumed.
-        check = check_programs and not paused
-        # The job is planned under its id (its replicas' env names it), so the id is drawn first.
-        for _ in range(ID_DRAWS):
-            job_id = new_job_id(job.name)
-            prepared = self._prepare(job, job_id, self.store.log_dir(job_id) / "files", base_dir, check=check)
-            self._check_logs_writable()
-            try:
-                self.store.create_job(
-                    job.name,
-                    self.name,
-                    json.dumps(job.to_dict()),
-                    prepared.record.to_json(),
-                    prepared.replicas,
-                    backoff_limit=job.spec.backoff_limit_of(),
-                    ttl_seconds_after_finished=job.spec.run_policy.ttl_seconds_after_finished,
-                    job_id=job_id,
-                )
-            except JobIdTaken:
-                continue
-            break
-        else:
-            raise LocalError(f"could not find a free job id for {job.name!r}")
-        try:
-            pause_point("local:recording")  # a test hook (env_names.PAUSE_AT): the job's row written, not the rest
-            self._record_start(job_id, paused)
-        except BaseException as exc:  # a Ctrl-C or SIGTERM (the CLI's `Interrupted`), a full disk: not left Pending
-            self._not_started(job_id, exc)
-            raise
-        return job_id, prepared.record
-
-    def _record_start(self, job_id: str, paused: bool) -> None:
-        """The rest of `_create` once the job's row (and its launch record) exists: its environment, its state
-        file, and Suspended if it was created paused."""
-        save_environment(self.store.log_dir(job_id), os.environ)  # what its replicas start from, even resumed
-        # Until a supervisor takes over, the job is this process's to start: if it ends first, the job is
-        # found Pending with nobody to start it, and ended (`supervisor_liveness.supervisor_lost`).
-        write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)
-        if paused:
-            self.store.set_job_phase(
-                job_id,
-                JobPhase.SUSPENDED,
-                reason="Paused",
-                message="runMode Pause",
-                condition=Condition(
-                    "Suspended", ConditionStatus.TRUE, "Paused", "created paused: kubetrain resume", time.time()
-                ),
-            )
-
-    def _check_logs_writable(self) -> None:
-        """The folder every job's logs go in can be written: checked before a job is recorded, so an unwritable
-        one is an error with its path, not a job left Pending."""
-        folder = self.store.log_dir("x").parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            writable = os.access(folder, os.W_OK | os.X_OK)
-        except OSError as exc:
-            raise LocalError(
-                f"{folder}: cannot create the log folder ({exc.strerror or exc}) — make it writable, or set "
-                f"{env_names.HOME} to a folder you can write"
-            ) from None
-        if not writable:
-            raise LocalError(
-                f"{folder}: the log folder is not writable — make it writable (chmod u+rwx {folder}), or set "
-                f"{env_names.HOME} to a folder you can write"
-            )
-
-    def _run_attached(self, job_id: str, sink: LogSink | None, events: RunEvents | None = None) -> JobPhase:
-        """Supervise the job in this process until it ends (or is suspended); Ctrl-C cancels it. The
-        supervisor's messages and each status change it makes go to `events`."""
-        from .supervisor import Supervisor
-
-        if events is None:
-            return Supervisor(self.store, job_id, sink=sink).run()
-        on_status = events.status if events.wants_status else None
-        return Supervisor(self.store, job_id, sink=sink, on_event=events.say, on_status=on_status).run()
-
-    def _start_detached(self, job_id: str) -> int:
-        """A supervisor in its own session, outliving this process; its own output goes to a file. Its pid."""
-        log = self.store.log_dir(job_id) / "supervisor.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env[env_names.HOME] = str(self.store.root)
-        # Private to the user, as the store: the supervisor's messages can quote env values.
-        with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "kubetrain.backends.local.supervisor", job_id],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                env=env,
-            )
-        # Taken over from the creator at once: a supervisor that dies before it records itself is seen as lost.
-        write_state(state_path(self.store, job_id), proc.pid, supervising=True, signals=True, detached=True)
-        return proc.pid
 
     # -- queries ----------------------------------------------------------------------------------------
 
@@ -593,7 +447,7 @@ class LocalBackend:
         """Start a Suspended job again (a detached supervisor, new ports); its status once started."""
         job_id = self._resolve(job_id)
         self._prepare_resume(job_id)
-        self._start_detached(job_id)
+        start_detached(self.store, job_id)
         return self._status(job_id)
 
     def _replan(self, job_id: str, job: TrainJob) -> LaunchRecord:

@@ -41,13 +41,14 @@ pytestmark = pytest.mark.timeout(120)
 CREATE_THEN_EXIT = """\
 import sys
 from pathlib import Path
-from kubetrain.backends.local.backend import LocalBackend
+from kubetrain.backends.local.job_start import create_job
+from kubetrain.backends.local.store import JobStore
 from kubetrain.jobspec import from_dict
 # Records a job, as `kubetrain run` does first, and ends before starting it (a crash, a kill).
 doc = {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": "orphan"},
        "spec": {"framework": "generic", "replicas": 2, "run": {"python": ["x.py"]}}}
-with LocalBackend() as backend:
-    job_id, _ = backend._create(from_dict(doc), Path(sys.argv[1]))
+with JobStore() as store:
+    job_id, _ = create_job(store, from_dict(doc), Path(sys.argv[1]))
 print(job_id)
 """
 
