@@ -53,8 +53,8 @@ TERM_NOTED = """\
 import os, pathlib, signal, sys, time
 # Says it got SIGTERM (in its log) and goes on: only a SIGKILL stops it.
 signal.signal(signal.SIGTERM, lambda *_: print("SIGTERM ignored", flush=True))
+print("up", flush=True)  # before the file the test waits for: a SIGTERM cannot come before it
 pathlib.Path(sys.argv[1], str(os.getpid())).write_text("up")
-print("up", flush=True)
 while True:
     time.sleep(0.05)
 """
