@@ -15,7 +15,7 @@ import pytest
 from kubetrain.backends.local.procfs import pid_alive, proc_start_time
 from kubetrain.backends.local.store import JobStore
 from kubetrain.backends.local.store_connection import JobNotFoundError, StoreError, state_dir
-from kubetrain.backends.local.store_jobs import AmbiguousJobIdError
+from kubetrain.backends.local.store_jobs import AmbiguousJobIdError, JobIdTaken, new_job_id
 from kubetrain.backends.local.store_requests import RequestKind
 from kubetrain.status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 
@@ -119,6 +119,16 @@ def test_create_rejects_bad_input(store: JobStore) -> None:
 def test_ids_are_unique(store: JobStore) -> None:
     ids = {create(store) for _ in range(50)}
     assert len(ids) == 50
+
+
+def test_a_job_is_recorded_under_an_id_drawn_beforehand_unless_another_job_has_it(store: JobStore) -> None:
+    """The local backend draws a job's id before recording it (its launch record names it): the id is kept,
+    and one another job has is refused, with nothing recorded."""
+    drawn = new_job_id("demo")
+    assert drawn.startswith("demo-") and create(store, job_id=drawn) == drawn
+    with pytest.raises(JobIdTaken, match=drawn):
+        create(store, job_id=drawn)
+    assert [j.job_id for j in store.list_jobs()] == [drawn]
 
 
 def test_records_survive_reopening(tmp_path: Path) -> None:
