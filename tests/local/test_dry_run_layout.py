@@ -44,7 +44,7 @@ def dry_run(job: TrainJob, folder: Path) -> dict[str, Any]:
 def supervised(job: TrainJob, folder: Path) -> LaunchRecord:
     """The launch record a run of `job` gives its supervisor (on the same ports as the dry run)."""
     job = job.with_base_dir(folder)
-    preload = local_prepare.preload_modules(job, None)
+    preload = local_prepare.modules_to_preload(job, None)
     return prepare_launch(job, job.name, DRY_RUN_FILES_DIR, base_dir=folder, cwd=str(folder), preload=preload).record
 
 

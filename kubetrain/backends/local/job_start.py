@@ -27,7 +27,7 @@ from ...status import Condition, ConditionStatus, JobPhase
 from ..base import RunEvents
 from .errors import LocalError
 from .launch import LaunchRecord
-from .prepare import Prepared, base_dir_of, preload_modules, prepare_launch, working_dir
+from .prepare import Prepared, base_dir_of, modules_to_preload, prepare_launch, working_dir
 from .replica_env import save_environment
 from .store import JobStore
 from .store_jobs import JobIdTaken, new_job_id
@@ -60,7 +60,7 @@ def prepare_job(
         files_dir,
         base_dir=base_dir,
         cwd=working_dir(job, base_dir),
-        preload=preload_modules(job, preload),
+        preload=modules_to_preload(job, preload),
         gpus=gpus,
         check_programs=check,
     )

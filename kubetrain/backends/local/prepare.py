@@ -95,7 +95,7 @@ def base_dir_of(job: TrainJob) -> Path:
     return Path(job.base_dir) if job.base_dir is not None else Path.cwd()
 
 
-def preload_modules(job: TrainJob, preload: Sequence[str] | None) -> tuple[str, ...]:
+def modules_to_preload(job: TrainJob, preload: Sequence[str] | None) -> tuple[str, ...]:
     """The modules Python replicas import once before they are forked: `preload`, else the framework's own."""
     from ...frameworks import support_of
 
@@ -127,7 +127,7 @@ def prepare_launch(
 ) -> Prepared:
     """`job` planned once, as `job_id` with its files in `files_dir`, judged by this machine and made into its
     launch record. `base_dir`: where relative paths resolve; `cwd`: the job's folder; `preload`: the modules
-    replicas are forked after (`preload_modules`); `gpus`: where this machine's GPUs come from (default
+    replicas are forked after (`modules_to_preload`); `gpus`: where this machine's GPUs come from (default
     `gpus.discover_gpus`); `folders`: each role's folder, given the roles (None: `role_working_dirs` under
     `base_dir`). `LocalRefusal` with every problem when this machine cannot run it; with `check_programs` (a
     real run, not a dry run) also for a `run.python` script that is not there."""
