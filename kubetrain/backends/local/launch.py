@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ...contract import env_names, expansion
 from ...contract.hostnames import localize, name_pattern
 from ...restart_policy import RestartRules
+from .pod_fields import pod_fields_of
 
 if TYPE_CHECKING:
     from ...jobspec import ReplicaSettings
@@ -450,26 +451,6 @@ def expand_user_env(
 def files_root(files_dir: str) -> str:
     """Where a local job's controller files are: the folder standing for `/` ($KUBETRAIN_FILES_ROOT)."""
     return os.path.join(files_dir, "root") if files_dir else ""
-
-
-POD_FIELDS = ("metadata.name", "metadata.namespace", "status.podIP", "status.hostIP")
-"""The downward API's fields every local replica answers (a controller's labels and annotations besides)."""
-
-
-def pod_fields_of(replica: ReplicaPlan, job_name: str, namespace: str | None = None) -> dict[str, str]:
-    """Locally the replica's "pod" is its processes on this host: the fieldRefs a pod answers, answered alike
-    (a controller's labels, annotations and pod name from the plan)."""
-    settings = replica.settings
-    given = {f"metadata.labels['{k}']": str(v) for k, v in (settings.labels or {}).items()}
-    given.update({f"metadata.annotations['{k}']": str(v) for k, v in (settings.annotations or {}).items()})
-    return {
-        "metadata.name": f"{job_name}-{replica.role}-{replica.index}",
-        "metadata.namespace": namespace or "default",
-        "status.podIP": replica.host,
-        "status.hostIP": replica.host,
-        **given,
-        **replica.pod_fields,
-    }
 
 
 def _replica(

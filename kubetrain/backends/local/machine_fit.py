@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...contract.hostnames import name_pattern
-from .launch import pod_fields_of
+from .pod_fields import pod_fields_of
 
 if TYPE_CHECKING:
     from ...jobspec import JobSpec, ReplicaSettings
