@@ -14,6 +14,7 @@ import pytest
 
 import kubetrain
 from kubetrain.backends.base import RunResult
+from kubetrain.backends.local import job_start
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
@@ -170,7 +171,7 @@ def test_suspend_right_after_a_detached_run_waits_for_its_supervisor_to_start(tm
         asking.start()
         while not backend.store.pending_requests(job_id):  # the request is in before any supervisor is
             time.sleep(0.02)
-        backend._start_detached(job_id)
+        job_start.start_detached(backend.store, job_id)
         asking.join(timeout=90)
         try:
             assert outcome and getattr(outcome[0], "phase", None) is JobPhase.SUSPENDED, outcome
