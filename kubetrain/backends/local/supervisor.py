@@ -299,8 +299,6 @@ def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-
-
 def _job_exists(store: JobStore, job_id: str) -> bool:
     try:
         store.get_status(job_id)
