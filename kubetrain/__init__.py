@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .backends.local.errors import LocalError
     from .backends.local.options import LocalOptions
     from .backends.local.store_connection import StoreError
-    from .contract.errors import KubetrainError, UsageError
+    from .contract.errors import JobNotFound, KubetrainError, UsageError
     from .contract.logs import LogRecord, LogSink
     from .foreign import Conversion, convert
     from .foreign.torchx import from_torchx
@@ -48,6 +48,7 @@ _EXPORTS = {
     "KubernetesOptions": "backends.kubernetes.options",
     "KubetrainError": "contract.errors",
     "UsageError": "contract.errors",
+    "JobNotFound": "contract.errors",
     "LocalError": "backends.local.errors",
     "StoreError": "backends.local.store_connection",
     "KubernetesError": "backends.kubernetes.client.errors",
@@ -78,6 +79,7 @@ __all__ = [
     "Backend",
     "Conversion",
     "DistributedConfig",
+    "JobNotFound",
     "JobPhase",
     "JobSpec",
     "JobStatus",

@@ -6,6 +6,9 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import kubetrain
 from kubetrain.backends.base import BACKENDS, Backend, open_backend
@@ -19,6 +22,7 @@ PUBLIC = [
     "Conversion",
     "DistributedConfig",
     "JobPhase",
+    "JobNotFound",
     "JobSpec",
     "JobStatus",
     "KubernetesError",
@@ -67,8 +71,9 @@ def test_every_public_name_resolves_and_is_documented() -> None:
 
 
 def test_every_exported_error_is_a_kubetrain_error() -> None:
-    errors = [getattr(kubetrain, n) for n in kubetrain.__all__ if n.endswith("Error")]
-    assert len(errors) == 6
+    members = [getattr(kubetrain, n) for n in kubetrain.__all__]
+    errors = [m for m in members if isinstance(m, type) and issubclass(m, BaseException)]
+    assert len(errors) == 7
     for error in errors:
         assert issubclass(error, KubetrainError), error
         assert error.exit_code in (1, 2), error
@@ -112,3 +117,12 @@ def test_every_cli_verb_is_a_module_with_its_arguments_and_handler() -> None:
         module = importlib.import_module(f"kubetrain.cli.commands.{command.module}")
         assert callable(module.add_arguments) and callable(module.run), verb
         assert command.summary.endswith("."), verb
+
+
+def test_a_job_not_found_is_one_error_on_every_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kubetrain.JobNotFound`, a `LookupError`, whichever backend was asked (the Kubernetes one raises the same
+    class: tests/kubernetes)."""
+    monkeypatch.setenv("KUBETRAIN_HOME", str(tmp_path))
+    with kubetrain.open_backend("local") as backend, pytest.raises(kubetrain.JobNotFound) as caught:
+        backend.status("no-such-job")
+    assert isinstance(caught.value, LookupError) and "no-such-job" in str(caught.value)

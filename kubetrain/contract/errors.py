@@ -27,6 +27,11 @@ class UsageError(KubetrainError, ValueError):
     exit_code = EXIT_USAGE
 
 
+class JobNotFound(KubetrainError, LookupError):
+    """No job of that id or name where it was looked for. A `LookupError` on every backend (and in the web
+    view), so a caller tells "gone" from "could not answer" by its type alone."""
+
+
 class Interrupted(KeyboardInterrupt):
     """The CLI's SIGINT or SIGTERM (`cli.signals`), raised in the main thread wherever it is: a KeyboardInterrupt,
     so every path that ends a run on Ctrl-C (a local job not started yet is recorded Cancelled, a followed

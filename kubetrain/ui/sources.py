@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..contract.errors import KubetrainError
+from ..contract.errors import JobNotFound
 from .changes import ChangeFeed
 from .views import JobDetail, JobRow, job_detail, job_row, spec_text
 
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
     from ..backends.base import Backend, Changes, Description
     from ..contract.logs import LogRecord
     from ..metrics.sample import MetricSample
-
-
-class NoSuchJob(KubetrainError, LookupError):
-    """An action's address names no job by its whole id (404)."""
 
 
 class Source:
@@ -123,7 +119,7 @@ class Source:
         backend = self.backend
         found = backend.status(job_id).job_id
         if found != job_id:
-            raise NoSuchJob(
+            raise JobNotFound(
                 f"no job {job_id!r} in {self.name}: an action takes a job's whole id ({found!r} begins with it)"
             )
         if action == "delete":
@@ -133,4 +129,4 @@ class Source:
         return calls[action](job_id).phase.value
 
 
-__all__ = ["NoSuchJob", "Source"]
+__all__ = ["Source"]

@@ -21,9 +21,8 @@ from kubetrain.backends.base import Backend, open_backend
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
 from kubetrain.backends.kubernetes.client.errors import ConfigError, KubernetesError
 from kubetrain.backends.kubernetes.flavors import FlavorUnavailable
-from kubetrain.backends.kubernetes.lookup import JobNotFound
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.contract.errors import KubetrainError, UsageError
+from kubetrain.contract.errors import JobNotFound, KubetrainError, UsageError
 from kubetrain.jobspec import from_dict
 from tests.support.cluster import FAST_RETRY, Cluster, emulated, job_doc  # noqa: F401
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.kubernetes.client.resources import PODS
-from kubetrain.backends.kubernetes.lookup import JobNotFound
+from kubetrain.contract.errors import JobNotFound
 from kubetrain.contract.logs import LogRecord
 from kubetrain.status import JobPhase, ReplicaPhase
 from kubetrain.terminal import OutputSink

@@ -16,7 +16,7 @@ import pytest
 
 from kubetrain.backends.base import RunResult
 from kubetrain.backends.kubernetes.client.errors import KubernetesError
-from kubetrain.backends.kubernetes.lookup import JobNotFound
+from kubetrain.contract.errors import JobNotFound
 from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase
 from kubetrain.status_text import format_table

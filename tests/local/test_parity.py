@@ -21,8 +21,7 @@ from kubetrain.backends.local.errors import LocalError, LocalRefusal
 from kubetrain.backends.local.gpus import GpuInventory, discover_gpus, parse_nvidia_smi
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.machine_fit import machine_fit
-from kubetrain.backends.local.store_connection import JobNotFoundError
-from kubetrain.contract.errors import EXIT_USAGE, KubetrainError
+from kubetrain.contract.errors import EXIT_USAGE, JobNotFound, KubetrainError
 from kubetrain.plan import plan
 from kubetrain.status import JobPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
@@ -138,7 +137,7 @@ def test_ttl_deletes_the_finished_job_and_its_logs_once_it_expires(tmp_path: Pat
         # And for real: the next look at the jobs once a second has passed deletes it, logs included.
         wait_for("the job to expire", lambda: job_id not in {s.job_id for s in backend.list()}, timeout=10)
         assert not logs.exists()
-        with pytest.raises(JobNotFoundError):
+        with pytest.raises(JobNotFound):
             backend.status(job_id)
         assert [s.job_id for s in backend.list()] == [kept]  # no TTL: kept
 

@@ -14,9 +14,10 @@ import pytest
 
 from kubetrain.backends.local.procfs import pid_alive, proc_start_time
 from kubetrain.backends.local.store import JobStore
-from kubetrain.backends.local.store_connection import JobNotFoundError, StoreError, state_dir
+from kubetrain.backends.local.store_connection import StoreError, state_dir
 from kubetrain.backends.local.store_jobs import AmbiguousJobIdError, JobIdTaken, new_job_id
 from kubetrain.backends.local.store_requests import RequestKind
+from kubetrain.contract.errors import JobNotFound
 from kubetrain.status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 
 SPEC = json.dumps({"name": "demo", "roles": [{"name": "worker", "replicas": 2}]})
@@ -223,13 +224,13 @@ def test_update_replica(store: JobStore) -> None:
 
 def test_update_unknown_replica_or_job(store: JobStore) -> None:
     job_id = create(store)
-    with pytest.raises(JobNotFoundError, match="worker-7"):
+    with pytest.raises(JobNotFound, match="worker-7"):
         store.update_replica(job_id, "worker", 7, phase=ReplicaPhase.RUNNING)
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.set_job_phase("nope-aaaaa", JobPhase.RUNNING)
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.get_status("nope-aaaaa")
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.record_restart("nope-aaaaa")
 
 
@@ -263,12 +264,12 @@ def test_resolve_id(store: JobStore) -> None:
     assert set(excinfo.value.candidates) == {b1, b2}
     assert b1 in str(excinfo.value) and b2 in str(excinfo.value)
 
-    with pytest.raises(JobNotFoundError, match="gamma"):
+    with pytest.raises(JobNotFound, match="gamma"):
         store.resolve_id("gamma")
     # '_' is a LIKE wildcard; typed by a user it must match only itself.
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.resolve_id("alph_")
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.resolve_id("")
 
 
@@ -300,13 +301,13 @@ def test_delete_removes_record_and_logs(store: JobStore) -> None:
 
     assert not store.log_dir(job_id).exists()
     assert store.log_dir(keep).exists()
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.get_status(job_id)
     assert [s.job_id for s in store.list_jobs()] == [keep]
     with sqlite3.connect(store.db_path) as raw:
         for table in ("replicas", "conditions", "requests"):
             assert raw.execute(f"SELECT COUNT(*) FROM {table} WHERE job_id = ?", (job_id,)).fetchone()[0] == 0
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFound):
         store.delete_job(job_id)
 
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ...contract.errors import UsageError
+from ...contract.errors import JobNotFound, UsageError
 from ...contract.labels import JOB_LABEL
 from ...contract.logs import GrepPattern, LogRecord, LogSink
 from ...contract.naming import label_value
@@ -35,7 +35,7 @@ from .describe import Description
 from .flavors import AUTO_ORDER, FlavorUnavailable, get_flavor
 from .liveness import no_sign_of_life
 from .logs import LogTarget, Since, read_logs, targets_of
-from .lookup import JobNotFound, Located, job_pods, list_jobs
+from .lookup import Located, job_pods, list_jobs
 from .ssh_keys import fill_ssh_secrets
 from .status_map import group_pods, job_status, meta, roles_of
 from .submit import DryRunReport, NameTaken, Submission, dry_run, submit

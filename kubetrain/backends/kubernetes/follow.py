@@ -22,7 +22,7 @@ from .client.resources import Resource
 from .describe import last_lines, pending_reason
 from .flavors import Flavor, flavor_of
 from .logs import LogFollower, Since
-from .lookup import JobNotFound, Located, PodScope, ordered
+from .lookup import Located, PodScope, job_not_found, ordered
 from .status_map import PodIndex, group_pods, job_status, roles_of
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def deleted_status(name: str, jw: JobWatch, flavor: Flavor | None = None) -> Job
     _, pods, _ = jw.snapshot()
     if deleted:
         return job_status(ordered(deleted), pods, job_id=name, namespace=jw.namespace, deleted=True, flavor=flavor)
-    raise JobNotFound(name, jw.namespace)
+    raise job_not_found(name, jw.namespace)
 
 
 def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | None, tail: int | None,

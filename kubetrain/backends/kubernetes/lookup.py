@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contract.errors import JobNotFound
 from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER
 from ...contract.naming import label_value
 from ...status import JobStatus
@@ -25,12 +26,10 @@ from .status_map import job_status, jobs_by_name
 from .workload import JSON, is_root, labels, meta
 
 
-class JobNotFound(KubernetesError, LookupError):
-    """No kubetrain job of that name in the namespace (a `LookupError`, as on every backend)."""
-
-    def __init__(self, name: str, namespace: str) -> None:
-        super().__init__(f"no kubetrain job {name} in namespace {namespace} (kubetrain list --backend kubernetes "
-                         f"-n {namespace})")
+def job_not_found(name: str, namespace: str) -> JobNotFound:
+    """The error for a job name not found in a namespace, with the command that lists what is there."""
+    return JobNotFound(f"no kubetrain job {name} in namespace {namespace} (kubetrain list --backend kubernetes "
+                       f"-n {namespace})")
 
 
 @dataclass
@@ -123,7 +122,7 @@ def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located
             if flavor is None:  # not a kind of any flavor: cannot be, as it was listed as one
                 raise KubernetesError(f"job {name}: {objs[0].get('kind')} is not a workload kubetrain knows")
             return Located(label_value(name), namespace, flavor, res, objs)
-    raise JobNotFound(name, namespace)
+    raise job_not_found(name, namespace)
 
 
 def job_pods(kube: Kube, name: str, namespace: str | None, scope: PodScope | None = None) -> list[JSON]:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
-from ...contract.errors import UsageError
+from ...contract.errors import JobNotFound, UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, JobPhase, JobStatus
@@ -57,7 +57,6 @@ from .prepare import (
 )
 from .procfs import is_stopped
 from .store import JobStore
-from .store_connection import JobNotFoundError
 from .store_requests import RequestKind
 from .supervisor_core import BY_CTRL_C, BY_SIGTERM
 from .supervisor_liveness import (
@@ -221,7 +220,7 @@ class LocalBackend:
         finishing (writing its last log lines) waits for the next sweep."""
         deleted = []
         for job_id in self.store.expired_jobs():
-            with contextlib.suppress(JobNotFoundError):  # another sweep got there first
+            with contextlib.suppress(JobNotFound):  # another sweep got there first
                 if self.store.live_supervisor_pid(job_id) is not None:
                     continue
                 self.store.delete_job(job_id)
@@ -373,7 +372,7 @@ class LocalBackend:
                 return True
             try:
                 return self._ended(job_id)
-            except JobNotFoundError:
+            except JobNotFound:
                 if isinstance(ttl, int):
                     why = (
                         f"its runPolicy.ttlSecondsAfterFinished ({ttl} s) deletes it that long after it finishes, "

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from . import _preload_server
 from ._preload_server import CMDLINE_ROOM, TAG_ROOM, recv_message, send_message
 from ._watchdog import TAG_VAR, add_tag, make_tag
+from .errors import LocalError
 from .spawning import find_program
 
 __all__ = ["ForkServerSlot", "PreloadError", "PreloadServer", "common_env", "fork_target", "is_python"]
@@ -54,8 +55,9 @@ _INTERPRETER_VARS = re.compile(
 )
 
 
-class PreloadError(RuntimeError):
-    """The server could not start, import the modules, or start a replica."""
+class PreloadError(LocalError):
+    """The server could not start, import the modules, or start a replica (a `LocalError`: under the root of
+    kubetrain's errors, said to the user without a traceback)."""
 
 
 def is_python(program: str) -> bool:

@@ -16,8 +16,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
+from ...contract.errors import JobNotFound
 from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, JobStatus, ReplicaPhase, ReplicaStatus
-from .store_connection import CONDITION_COLUMNS, JOB_COLUMNS, REPLICA_COLUMNS, JobNotFoundError
+from .store_connection import CONDITION_COLUMNS, JOB_COLUMNS, REPLICA_COLUMNS
 from .store_jobs import JobRecords
 from .store_replicas import ReplicaRecords
 from .store_requests import SupervisorRequests
@@ -35,7 +36,7 @@ class JobStore(JobRecords, ReplicaRecords, SupervisorRequests):
         """The job as the shared status model. ``job_id`` must be a full id (see :meth:`resolve_id`)."""
         statuses = self._load("WHERE id = ?", (job_id,))
         if not statuses:
-            raise JobNotFoundError(f"no job {job_id!r}")
+            raise JobNotFound(f"no job {job_id!r}")
         return statuses[0]
 
     def list_jobs(self, limit: int | None = None, phases: Collection[JobPhase] | None = None) -> list[JobStatus]:

@@ -41,10 +41,6 @@ class StoreError(KubetrainError):
     """The job store cannot do what was asked."""
 
 
-class JobNotFoundError(StoreError, LookupError):
-    pass
-
-
 def state_dir() -> Path:
     """``$KUBETRAIN_HOME``, else ``$XDG_STATE_HOME/kubetrain``, else ``~/.local/state/kubetrain``."""
     home = os.environ.get(ENV_HOME)

@@ -16,9 +16,10 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from ...contract.errors import JobNotFound
 from ...status import Condition, ConditionStatus, ConditionType, FailureSummary, JobPhase, ReplicaPhase
 from .procfs import pid_alive, proc_start_time
-from .store_connection import JobNotFoundError, StoreConnection, StoreError, check_role
+from .store_connection import StoreConnection, StoreError, check_role
 
 # kubectl's generateName alphabet: no vowels (no accidental words), no 0/1/3 (no o/l/e look-alikes).
 _ID_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -150,7 +151,7 @@ class JobRecords(StoreConnection):
     def resolve_id(self, prefix: str) -> str:
         """The job id that is ``prefix`` or starts with it; errors name the candidates."""
         if not prefix:
-            raise JobNotFoundError("no job id given")
+            raise JobNotFound("no job id given")
         with self._tx(write=False) as conn:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (prefix,)).fetchone():
                 return prefix
@@ -162,7 +163,7 @@ class JobRecords(StoreConnection):
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            raise JobNotFoundError(f"no job matches {prefix!r} (store: {self.db_path})")
+            raise JobNotFound(f"no job matches {prefix!r} (store: {self.db_path})")
         shown = ", ".join(f"{r[0]} ({r[1]})" for r in rows[:10])
         more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
         raise AmbiguousJobIdError(
@@ -193,7 +194,7 @@ class JobRecords(StoreConnection):
         with self._tx(write=True) as conn:
             row = conn.execute("SELECT phase FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             current = JobPhase(row[0])
             if expect is not None and current not in expect:
                 return False
@@ -236,7 +237,7 @@ class JobRecords(StoreConnection):
                 "SELECT supervisor_pid, supervisor_start_time FROM jobs WHERE id = ?", (job_id,)
             ).fetchone()
         if row is None:
-            raise JobNotFoundError(f"no job {job_id!r}")
+            raise JobNotFound(f"no job {job_id!r}")
         pid, start = row
         return None if pid is None else (int(pid), None if start is None else int(start))
 
@@ -260,13 +261,13 @@ class JobRecords(StoreConnection):
         with self._tx(write=True) as conn:
             cur = conn.execute("UPDATE jobs SET backoff_count = backoff_count + 1 WHERE id = ?", (job_id,))
             if cur.rowcount == 0:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             return int(conn.execute("SELECT backoff_count FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
 
     def add_condition(self, job_id: str, condition: Condition) -> None:
         with self._tx(write=True) as conn:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             self._insert_condition(conn, job_id, condition)
 
     def set_first_failure(self, job_id: str, failure: FailureSummary | None) -> None:
@@ -311,7 +312,7 @@ class JobRecords(StoreConnection):
             for table in ("requests", "conditions", "replicas"):
                 conn.execute(f"DELETE FROM {table} WHERE job_id = ?", (job_id,))
             if conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,)).rowcount == 0:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
         import shutil  # only delete needs it; keep it off the start-up path of every command
 
         shutil.rmtree(self.log_dir(job_id), ignore_errors=True)
@@ -320,13 +321,13 @@ class JobRecords(StoreConnection):
         with self._tx(write=True) as conn:
             cur = conn.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*params, job_id))
             if cur.rowcount == 0:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
 
     def _job_column(self, job_id: str, column: str) -> Any:
         with self._tx(write=False) as conn:
             row = conn.execute(f"SELECT {column} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
-            raise JobNotFoundError(f"no job {job_id!r}")
+            raise JobNotFound(f"no job {job_id!r}")
         return row[0]
 
     @staticmethod

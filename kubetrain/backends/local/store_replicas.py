@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...contract.errors import JobNotFound
 from ...status import ReplicaPhase
 from .procfs import proc_start_time
-from .store_connection import JobNotFoundError, StoreConnection, check_role
+from .store_connection import StoreConnection, check_role
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class ReplicaRecords(StoreConnection):
                 "SELECT phase FROM replicas WHERE job_id = ? AND role = ? AND idx = ?", (job_id, role, index)
             ).fetchone()
             if row is None:
-                raise JobNotFoundError(f"no replica {role}-{index} in job {job_id!r}")
+                raise JobNotFound(f"no replica {role}-{index} in job {job_id!r}")
             current = ReplicaPhase(row[0])
             if isinstance(phase, ReplicaPhase) and phase != current:
                 if phase is ReplicaPhase.RUNNING:
@@ -121,7 +122,7 @@ class ReplicaRecords(StoreConnection):
                 "UPDATE replicas SET restarts = restarts + 1 WHERE job_id = ? AND role = ? AND idx = ?", key
             )
             if cur.rowcount == 0:
-                raise JobNotFoundError(f"no replica {role}-{index} in job {job_id!r}")
+                raise JobNotFound(f"no replica {role}-{index} in job {job_id!r}")
             return int(
                 conn.execute("SELECT restarts FROM replicas WHERE job_id = ? AND role = ? AND idx = ?", key).fetchone()[
                     0
@@ -133,7 +134,7 @@ class ReplicaRecords(StoreConnection):
         those it has already are left as they are."""
         with self._tx(write=True) as conn:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             pos = int(conn.execute("SELECT COALESCE(MAX(pos), -1) FROM replicas WHERE job_id = ?",
                                    (job_id,)).fetchone()[0])
             for role, index in replicas:
@@ -157,7 +158,7 @@ class ReplicaRecords(StoreConnection):
         """Pids, their start times and log files, in plan order: for signalling and reading logs."""
         with self._tx(write=False) as conn:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             rows = conn.execute(
                 "SELECT role, idx, phase, pid, pid_start_time, log_path FROM replicas WHERE job_id = ? ORDER BY pos",
                 (job_id,),

@@ -12,7 +12,8 @@ import enum
 import time
 from dataclasses import dataclass
 
-from .store_connection import JobNotFoundError, StoreConnection
+from ...contract.errors import JobNotFound
+from .store_connection import StoreConnection
 
 
 class RequestKind(enum.StrEnum):
@@ -39,7 +40,7 @@ class SupervisorRequests(StoreConnection):
         """Ask the job's supervisor to cancel, suspend or resume; returns the request id."""
         with self._tx(write=True) as conn:
             if conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job_id,)).fetchone() is None:
-                raise JobNotFoundError(f"no job {job_id!r}")
+                raise JobNotFound(f"no job {job_id!r}")
             cur = conn.execute(
                 "INSERT INTO requests (job_id, kind, created_at) VALUES (?, ?, ?)",
                 (job_id, str(kind), time.time()),

@@ -15,12 +15,12 @@ import sys
 import time
 from datetime import UTC, datetime
 
+from ...contract.errors import JobNotFound
 from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
 from .processes import ExitEvent, ProcessGroup
 from .replica_logs import LogNotice
 from .store import JobStore
-from .store_connection import JobNotFoundError
 from .supervisor_core import MAX_WAIT, REASON_BACKOFF, REQUEST_POLL, file_size
 from .supervisor_elastic import ElasticSupervision
 from .supervisor_state import Heartbeat, state_path, write_state
@@ -65,7 +65,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
                 heartbeat.stop()
             try:
                 # A job deleted under us has no record left to clear.
-                with contextlib.suppress(JobNotFoundError):
+                with contextlib.suppress(JobNotFound):
                     store.set_supervisor(job_id, None)
             finally:
                 for sig, handler in previous.items():
@@ -83,7 +83,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
             self.on_event(f"warning: {notice.message}")
             return
         condition = Condition("LogTruncated", ConditionStatus.TRUE, "NoSpace", notice.message, time.time())
-        with contextlib.suppress(JobNotFoundError):
+        with contextlib.suppress(JobNotFound):
             self.store.add_condition(self.job_id, condition)
 
     def _before_start(self) -> JobPhase | None:
@@ -114,7 +114,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
             store.record_restart(job_id)
             # Each replica was started again, as a pod's restartCount counts: the group's restart is theirs too.
             for replica in self.record.replicas:
-                with contextlib.suppress(JobNotFoundError):
+                with contextlib.suppress(JobNotFound):
                     store.record_replica_restart(job_id, replica.role, replica.index)
 
     def _back_off(self, group: ProcessGroup, started_at: float) -> JobPhase | None:
@@ -302,7 +302,7 @@ def _rfc3339(t: float) -> str:
 def _job_exists(store: JobStore, job_id: str) -> bool:
     try:
         store.get_status(job_id)
-    except JobNotFoundError:
+    except JobNotFound:
         return False
     return True
 
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     with JobStore() as store:
         try:
             phase = Supervisor(store, job_id, detached=True).run()
-        except JobNotFoundError:
+        except JobNotFound:
             if _job_exists(store, job_id):
                 raise
             # Deleted under us (`kubetrain delete` gave up waiting for us, or before we started): leaving

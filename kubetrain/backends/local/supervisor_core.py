@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ...contract import env_names
+from ...contract.errors import JobNotFound
 from ...contract.logs import LogSink
 from ...status import (
     REASON_CANCELLED,
@@ -37,7 +38,6 @@ from .log_reader import iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
 from .replica_env import replica_base_env, saved_environment
 from .store import JobStore
-from .store_connection import JobNotFoundError
 from .store_requests import RequestKind
 
 DEFAULT_GRACE = 5.0
@@ -259,7 +259,7 @@ class SupervisorCore:
         """The job's status, as recorded, to an attached run's `on_status` (the live status line, a program's
         callback): this loop makes every change, so it knows each one without anyone polling the store."""
         if self.on_status is not None:
-            with contextlib.suppress(JobNotFoundError):
+            with contextlib.suppress(JobNotFound):
                 self.on_status(self.store.get_status(self.job_id))
 
     # -- requests and signals ---------------------------------------------------------------------------
