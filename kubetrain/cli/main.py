@@ -51,8 +51,11 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ..contract.errors import interrupted_status
+    from ..contract.ownership import claim_process
     from ..contract.pause import pause_point
     from .signals import interruptible
+
+    claim_process()  # the `kubetrain` command: a job it runs attached may adopt its orphans (contract.ownership)
 
     # SIGINT and SIGTERM raise `Interrupted` from here on, whatever the verb is doing (`cli.signals`).
     with interruptible():

@@ -16,8 +16,10 @@ import time
 from datetime import UTC, datetime
 
 from ...contract.errors import JobNotFound
+from ...contract.ownership import process_is_kubetrains
 from ...contract.pause import pause_point
 from ...status import Condition, ConditionStatus, FailureSummary, JobPhase, ReplicaPhase
+from . import orphans
 from .processes import ExitEvent, ProcessGroup
 from .replica_logs import LogNotice
 from .store import JobStore
@@ -41,6 +43,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
         handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1) if self._signals else ()
         previous = {sig: signal.signal(sig, self._on_signal) for sig in handled}
         heartbeat: Heartbeat | None = None
+        adopting = False
         try:
             path = state_path(store, job_id)
             heartbeat = Heartbeat(
@@ -54,6 +57,9 @@ class Supervisor(ElasticSupervision, TrialSupervision):
                 return early
             specs = self._specs()
             self._log_paths = {spec.key: spec.log_path for spec in specs}
+            # In a process of kubetrain's own, the job's orphans are reparented to us and swept at its end,
+            # even those that cleared their environment and left every group and session (`orphans`).
+            adopting = (self.detached or process_is_kubetrains()) and orphans.become_subreaper()
             started_at = time.time()
             with ProcessGroup(specs, sink=self.sink, job=job_id, on_log_notice=self._log_notice) as group:
                 self._group = group
@@ -61,6 +67,8 @@ class Supervisor(ElasticSupervision, TrialSupervision):
                 return self._attempts(group, started_at)
         finally:
             self._group = None
+            if adopting:  # the group is closed: every child left is an orphan of the job
+                orphans.sweep()
             if heartbeat is not None:
                 heartbeat.stop()
             try:
