@@ -57,6 +57,9 @@ REASON_CANCELLED = "Cancelled"
 #: Reason of a running elastic job that has lost replicas and runs on with the others; its message says
 #: how many run ("1/2 replicas"), and its phase reads "Running (degraded: 1/2 replicas)".
 REASON_DEGRADED = "Degraded"
+#: Reason of a local job whose supervisor runs while the store has no record of it (the store was moved aside
+#: or replaced); its phase reads "Running (not in the store)".
+REASON_NOT_IN_STORE = "NotInStore"
 
 
 class JobPhase(enum.StrEnum):
@@ -386,6 +389,8 @@ class JobStatus:
         """The phase as people read it: "Running (degraded: 1/2 replicas)" for a degraded elastic job."""
         if self.degraded:
             return f"{self.phase} (degraded: {self.message or 'replicas lost'})"
+        if self.reason == REASON_NOT_IN_STORE:
+            return f"{self.phase} (not in the store)"
         return str(self.phase)
 
     def replicas_column(self) -> str:

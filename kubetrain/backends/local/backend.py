@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -33,7 +34,7 @@ from ...contract import env_names
 from ...contract.errors import JobNotFound, UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...contract.pause import pause_point
-from ...status import Condition, ConditionStatus, JobPhase, JobStatus
+from ...status import REASON_NOT_IN_STORE, Condition, ConditionStatus, JobPhase, JobStatus
 from ..base import (
     DryRun,
     EventSink,
@@ -68,6 +69,7 @@ from .supervisor_liveness import (
     wait_supervisor_exit,
 )
 from .supervisor_state import read_state, state_path, write_state
+from .unrecorded import find_unrecorded, stop_unrecorded, unrecorded_jobs
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
@@ -228,17 +230,32 @@ class LocalBackend:
         return deleted
 
     def status(self, job_id: str) -> JobStatus:
-        return self._status(self._resolve(job_id))
+        try:
+            return self._status(self._resolve(job_id))
+        except JobNotFound:
+            stray = find_unrecorded(self.store, job_id)
+            if stray is None:
+                raise
+            return stray.status(self.store)
 
     def describe(self, job_id: str) -> LocalDescription:
-        job_id = self._resolve(job_id)
+        try:
+            job_id = self._resolve(job_id)
+        except JobNotFound:
+            stray = find_unrecorded(self.store, job_id)
+            if stray is None:
+                raise
+            return LocalDescription(stray.status(self.store), {})  # its spec is in the store it was started with
         return LocalDescription(self._status(job_id), json.loads(self.store.get_spec_json(job_id)))
 
     def list(self, *, limit: int | None = None) -> builtins.list[JobStatus]:
-        """Jobs, newest first (finished ones past their ttlSecondsAfterFinished deleted first)."""
+        """Jobs, newest first (finished ones past their ttlSecondsAfterFinished deleted first). First, any job
+        that runs with no record in the store (the store moved aside under it: `unrecorded`), said so."""
         self.sweep_expired()
         jobs = self.store.list_jobs(limit=limit)
-        return [self._status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
+        known = {j.job_id for j in jobs} if limit is None else None
+        strays = [u.status(self.store) for u in unrecorded_jobs(self.store, known)]
+        return strays + [self._status(j.job_id) if not j.phase.is_terminal else j for j in jobs]
 
     def launch_record(self, job_id: str) -> LaunchRecord:
         """What the job's replicas run: their argv, env and working directory (`kubetrain attach`)."""
@@ -394,7 +411,17 @@ class LocalBackend:
     def cancel(self, job_id: str) -> JobStatus:
         """Stop the job's replicas (SIGTERM, grace period, SIGKILL): the job ends Cancelled. `StillStopping`
         if it has not stopped within `STOP_WAIT` seconds (the request stands)."""
-        return self._stopped(self._request(self._resolve(job_id), RequestKind.CANCEL))
+        try:
+            resolved = self._resolve(job_id)
+        except JobNotFound:
+            stray = find_unrecorded(self.store, job_id)
+            if stray is None:
+                raise
+            stop_unrecorded(stray)  # its supervisor records the outcome in the store it holds, not this one
+            return JobStatus(stray.job_id, stray.job_id, phase=JobPhase.CANCELLED, reason=REASON_NOT_IN_STORE,
+                             message=f"cancelled by its supervisor; this store ({self.store.db_path}) has no "
+                             "record of it")
+        return self._stopped(self._request(resolved, RequestKind.CANCEL))
 
     def suspend(self, job_id: str) -> JobStatus:
         """Stop the job's replicas and keep the job, to `resume`. `StillStopping` as for `cancel`."""
@@ -544,7 +571,15 @@ class LocalBackend:
         by its recorded pid. What survives that (an attached `kubetrain run` that is stopped, a process
         stuck in the kernel) makes delete fail, naming the pids, and the job is kept.
         """
-        job_id = self._resolve(job_id)
+        try:
+            job_id = self._resolve(job_id)
+        except JobNotFound:
+            stray = find_unrecorded(self.store, job_id)
+            if stray is None:
+                raise
+            stop_unrecorded(stray)  # a job running with no record in this store: stopped, then its folder goes
+            shutil.rmtree(stray.folder, ignore_errors=True)
+            return
         # Found before the cancel: on its way out the supervisor clears its record, not its process.
         supervisor = open_supervisor(self.store, job_id)
         record = self.store.supervisor_process(job_id)
