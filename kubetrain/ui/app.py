@@ -61,7 +61,7 @@ from .connections import (
 from .job_list import ListQuery, select
 from .log_query import TimedGrep, after_cursor, line_event, log_filters, log_resume
 from .log_streams import LOG_BATCH, LogReaders, Pipe, ReadTurns
-from .metrics_tracker import MetricsTracker
+from .metrics_tracker import MetricLimits, MetricsTracker
 from .middleware import ASGIApp, GuardMiddleware
 from .security import Guard
 from .sources import Source
@@ -101,8 +101,10 @@ class WebView:
         *,
         log_viewers: int = DEFAULT_LOG_VIEWERS,
         log_readers: int = DEFAULT_LOG_READERS,
+        metric_limits: MetricLimits | None = None,
     ) -> None:
         self.sources = {s.name: s for s in sources}
+        self.metric_limits = metric_limits or MetricLimits()
         self.guard = guard
         self.readers = LogReaders(log_viewers)
         self.turns = ReadTurns(log_readers)
@@ -226,7 +228,7 @@ class WebView:
                 for k, t in list(self.trackers.items())[:16]:
                     if not t.running:
                         del self.trackers[k]
-            tracker = self.trackers[key] = MetricsTracker()
+            tracker = self.trackers[key] = MetricsTracker(limits=self.metric_limits)
             if self.loop is not None:
                 tracker.feed.attach(self.loop)
         return tracker
@@ -347,7 +349,8 @@ class WebView:
                         metrics_seen = tracker.feed.version
                         yield _sse(
                             "metrics",
-                            {"names": tracker.names(), "version": metrics_seen, "samples": len(tracker.samples)},
+                            {"names": tracker.names(), "version": metrics_seen, "samples": len(tracker.samples),
+                             "omitted": tracker.omitted()},
                         )
                     if reader and pipe is None and turn is not None and turn.done():
                         pipe = start_log()  # its turn came

@@ -56,6 +56,14 @@ ACCEPT_BATCH = 128
 LISTEN_QUEUE = 2048
 """Connections the kernel holds for the server to accept: a burst longer than this drops handshakes, which
 the clients retry only after a second."""
+DEFAULT_METRIC_NAMES = 10_000
+"""Metric names one job's tracker keeps, at most (`kubetrain ui --max-metric-names`); samples of further
+names are counted, not kept, and the page says how many names it does not show."""
+DEFAULT_METRIC_SAMPLES = 4_000_000
+"""Samples one job's tracker holds, at most, over all its metrics (`kubetrain ui --max-metric-samples`): about
+100 MB at 26 bytes a sample. Past it the longest series is thinned (half its samples go, evenly)."""
+
+
 DEFAULT_LOG_VIEWERS = 64
 """Event streams with a job's log at once, at most (`--max-log-viewers`): each has a reader thread and a
 buffer (`LOG_BUFFER_*`); the next ones wait for one of those to end (`app.LogReaders`)."""
@@ -312,6 +320,8 @@ __all__ = [
     "DEFAULT_LOG_READERS",
     "DEFAULT_LOG_VIEWERS",
     "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_METRIC_NAMES",
+    "DEFAULT_METRIC_SAMPLES",
     "LISTEN_QUEUE",
     "LOG_BATCH_LINES",
     "LOG_BUFFER_BYTES",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .changes import ChangeFeed
+from .connections import DEFAULT_METRIC_NAMES, DEFAULT_METRIC_SAMPLES
 from .sources import Source
 from .svg import series_label
 
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
 
 KEEP = 20_000
 """The most samples kept per (metric, series), an even number: see `Thinned`."""
+
+
+@dataclass(frozen=True)
+class MetricLimits:
+    """What one job's metrics may hold in the web view's memory (each with a knob on `kubetrain ui`)."""
+
+    names: int = DEFAULT_METRIC_NAMES
+    samples: int = DEFAULT_METRIC_SAMPLES
 
 
 NO_STEP = -(2**63)
@@ -100,16 +109,24 @@ class Thinned:
         self.seen += 1
         self.latest = sample
         if len(self.values) >= KEEP:
-            # Windows 2w and 2w+1 become window w; window 0's sample stays the first one.
-            v = self.values
-            pairs = zip(range(2, len(v), 2), range(3, len(v), 2), strict=True)
-            keep = [0, *(b if math.isfinite(v[a]) and not math.isfinite(v[b]) else a for a, b in pairs)]
-            for column in ("times", "values", "steps", "origins"):
-                old = getattr(self, column)
-                setattr(self, column, array(old.typecode, (old[i] for i in keep)))
-            self.latest_kept = self.latest_kept and keep[-1] == len(v) - 1
-            self.stride *= 2
+            self.halve()
         return len(self.values) + (not self.latest_kept) - before
+
+    def halve(self) -> int:
+        """Merge windows 2w and 2w+1 into window w (window 0's sample stays the first one): half the kept
+        samples go, evenly, and `stride` doubles. How many went."""
+        v = self.values
+        if len(v) < 4:
+            return 0
+        pairs = zip(range(2, len(v), 2), range(3, len(v), 2), strict=False)
+        keep = [0, *(b if math.isfinite(v[a]) and not math.isfinite(v[b]) else a for a, b in pairs)]
+        gone = len(v) - len(keep)
+        for column in ("times", "values", "steps", "origins"):
+            old = getattr(self, column)
+            setattr(self, column, array(old.typecode, (old[i] for i in keep)))
+        self.latest_kept = self.latest_kept and keep[-1] == len(v) - 1
+        self.stride *= 2
+        return gone
 
     def __len__(self) -> int:
         return len(self.values) + (self.latest is not None and not self.latest_kept)
@@ -133,10 +150,14 @@ class Samples:
     metric's samples (`of`) without looking at any other metric's; the names are kept sorted as they come, so
     a `metrics` event costs no sort either."""
 
-    def __init__(self, samples: Iterable[Any] = ()) -> None:
+    def __init__(self, samples: Iterable[Any] = (), limits: MetricLimits | None = None) -> None:
         self.by_name: dict[str, dict[str, Thinned]] = {}
         self.sorted_names: list[str] = []
         self.count = 0
+        self.limits = limits or MetricLimits()
+        self.omitted: set[str] = set()
+        """Names past `limits.names`, counted (up to as many again: a name's text is not kept past that)."""
+        self.omitted_samples = 0
         for s in samples:
             self.add(s)
 
@@ -144,6 +165,11 @@ class Samples:
         name = str(sample.name)
         lines = self.by_name.get(name)
         if lines is None:
+            if len(self.by_name) >= self.limits.names:
+                self.omitted_samples += 1
+                if len(self.omitted) < self.limits.names:
+                    self.omitted.add(name)
+                return
             lines = self.by_name[name] = {}
             bisect.insort(self.sorted_names, name)
         label = series_label(sample)
@@ -151,6 +177,20 @@ class Samples:
         if one is None:
             one = lines[label] = Thinned()
         self.count += one.add(sample)
+        if self.count > self.limits.samples:
+            self._thin()
+
+    def _thin(self) -> None:
+        """Over the samples' bound: halve the longest series, then the next, until under it (or nothing is long
+        enough to thin). Rare: halving the longest frees about half of it, room for as many new samples."""
+        series = sorted((one for lines in self.by_name.values() for one in lines.values()), key=len, reverse=True)
+        for one in series:
+            if self.count <= self.limits.samples:
+                return
+            gone = one.halve()
+            if not gone:
+                return
+            self.count -= gone
 
     def names(self) -> list[str]:
         return list(self.sorted_names)
@@ -173,6 +213,7 @@ class MetricsTracker:
     """The samples of one job's metrics, followed once for every viewer of the job, at most `KEEP` per
     (metric, series) (`Thinned` says why and how)."""
 
+    limits: MetricLimits = field(default_factory=MetricLimits)
     samples: Samples = field(default_factory=Samples)
     feed: ChangeFeed = field(default_factory=ChangeFeed)
     running: bool = False
@@ -181,6 +222,11 @@ class MetricsTracker:
     def names(self) -> list[str]:
         with self.lock:
             return self.samples.names()
+
+    def omitted(self) -> int:
+        """How many metric names were past the tracker's limit (their samples counted, not kept)."""
+        with self.lock:
+            return len(self.samples.omitted)
 
     def snapshot(self) -> list[Any]:
         with self.lock:
@@ -198,7 +244,7 @@ class MetricsTracker:
             if self.running:
                 return
             self.running = True
-            self.samples = Samples()
+            self.samples = Samples(limits=self.limits)
 
         def pump() -> None:
             try:
@@ -217,11 +263,11 @@ class MetricsTracker:
 
     def load(self, source: Source, job_id: str) -> None:
         """Read an ended job's metrics once (nothing more will come: no thread follows them)."""
-        samples = Samples(source.metrics(job_id))
+        samples = Samples(source.metrics(job_id), self.limits)
         with self.lock:
             if not self.running:
                 self.samples = samples
         self.feed.bump()
 
 
-__all__ = ["KEEP", "MetricsTracker", "Samples", "Thinned"]
+__all__ = ["KEEP", "MetricLimits", "MetricsTracker", "Samples", "Thinned"]

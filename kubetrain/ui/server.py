@@ -26,6 +26,7 @@ from .connections import (
     effective_limits,
     protocol_class,
 )
+from .metrics_tracker import MetricLimits
 from .security import Guard
 from .sources import Source
 
@@ -111,6 +112,7 @@ def serve(
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     log_viewers: int = DEFAULT_LOG_VIEWERS,
     log_readers: int = DEFAULT_LOG_READERS,
+    metric_limits: MetricLimits | None = None,
 ) -> int:
     """Serve until interrupted; the exit status: 130 after Ctrl-C, 143 after SIGTERM (as any command those
     signals end; under the CLI's handlers, `cli.signals`), 0 when stopped otherwise. The port is bound
@@ -121,7 +123,8 @@ def serve(
     sock = listen(host, port)
     guard = Guard.for_bind(host, port, token)
     view = WebView(
-        [Source(b) for b in backends], guard, log_viewers=limits.log_viewers, log_readers=limits.log_readers
+        [Source(b) for b in backends], guard, log_viewers=limits.log_viewers, log_readers=limits.log_readers,
+        metric_limits=metric_limits,
     )
     server = _server(_config(view, limits), view)
     print(

@@ -163,3 +163,30 @@ def test_the_samples_a_tracker_keeps_cost_tens_of_bytes_each_and_read_back_whole
     assert back == [MetricSample("m7", 1.0 / (s + 1), s, 1000.0 + s, "worker", 0, 0) for s in range(2000)]
     no_step = MetricSample("x", 1.0, None, 5.0)
     assert Samples([no_step]).of("x") == [no_step]  # a sample without a step reads back without one
+
+
+def test_a_jobs_metrics_are_bounded_in_names_and_in_samples_and_the_rest_is_counted() -> None:
+    """A job logging more names than the limit keeps the first ones and counts the others; more samples than
+    the bound thins the longest series evenly (their first and latest samples stay), so the server's memory
+    for one job is bounded whatever the job logs."""
+    from kubetrain.ui.metrics_tracker import MetricLimits
+
+    def logged() -> Iterator[MetricSample]:
+        for step in range(3000):
+            for m in range(5):
+                yield MetricSample(f"m{m}", float(step), step, 1000.0 + step, "worker", 0, 0)
+
+    kept = Samples(logged(), MetricLimits(names=3, samples=2000))
+    assert kept.names() == ["m0", "m1", "m2"]
+    assert kept.omitted == {"m3", "m4"} and kept.omitted_samples == 2 * 3000
+    assert len(kept) <= 2000
+    for name in kept.names():
+        steps = [s.step for s in kept.of(name)]
+        assert steps[0] == 0 and steps[-1] == 2999 and steps == sorted(steps), name
+        assert len(steps) > 200, name  # thinned evenly across all three, not one series emptied
+
+
+def test_metric_limits_below_one_are_usage_errors() -> None:
+    for flag in ("--max-metric-names", "--max-metric-samples"):
+        result = cli("ui", flag, "0")
+        assert result.returncode == 2 and f"{flag} 0: give a number from 1" in result.stderr, result.stderr

@@ -22,6 +22,8 @@ from ...ui.connections import (
     DEFAULT_LOG_READERS,
     DEFAULT_LOG_VIEWERS,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_METRIC_NAMES,
+    DEFAULT_METRIC_SAMPLES,
     LOG_BATCH_LINES,
     LOG_BUFFER_BYTES,
     LOG_BUFFER_LINES,
@@ -115,6 +117,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_LOG_READERS,
         help=f"threads reading logs at once, in turns (default: {DEFAULT_LOG_READERS})",
     )
+    p.add_argument(
+        "--max-metric-names",
+        type=int,
+        metavar="N",
+        default=DEFAULT_METRIC_NAMES,
+        help=f"metric names kept per job; further ones are counted, not plotted (default: {DEFAULT_METRIC_NAMES:,})",
+    )
+    p.add_argument(
+        "--max-metric-samples",
+        type=int,
+        metavar="N",
+        default=DEFAULT_METRIC_SAMPLES,
+        help="samples held per job over all its metrics; past it the longest series are thinned evenly "
+        f"(default: {DEFAULT_METRIC_SAMPLES:,}, about 100 MB)",
+    )
     add_backend(p, "ui", help_text=f"whose jobs to show; repeat for several (default: {DEFAULT_BACKEND})", several=True)
 
 
@@ -161,10 +178,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--max-log-viewers {args.max_log_viewers}: give a number from 1", code=2)
     if args.log_readers < 1:
         raise CliError(f"--log-readers {args.log_readers}: give a number from 1", code=2)
+    metric_bounds = (("--max-metric-names", args.max_metric_names), ("--max-metric-samples", args.max_metric_samples))
+    for flag, value in metric_bounds:
+        if value < 1:
+            raise CliError(f"{flag} {value}: give a number from 1", code=2)
     if not 0 < args.idle_timeout < 86400:
         raise CliError(f"--idle-timeout {args.idle_timeout:g}: give seconds above 0 and below a day", code=2)
     token = chosen_token(args)
     names = list(dict.fromkeys(backend_name(b) for b in (args.backend or [DEFAULT_BACKEND])))
+    from ...ui.metrics_tracker import MetricLimits
     from ...ui.server import serve
 
     with contextlib.ExitStack() as stack:
@@ -178,4 +200,5 @@ def run(args: argparse.Namespace) -> int:
             idle_timeout=args.idle_timeout,
             log_viewers=args.max_log_viewers,
             log_readers=args.log_readers,
+            metric_limits=MetricLimits(args.max_metric_names, args.max_metric_samples),
         )

@@ -606,6 +606,15 @@
       drawPlot(name, plotSrc(name));
     });
     byId("no-metrics").hidden = d.names.length > 0;
+    var omitted = byId("metrics-omitted");
+    if (omitted) {
+      omitted.hidden = !d.omitted;
+      omitted.textContent = d.omitted
+        ? d.omitted.toLocaleString("en") + " more metric name" + (d.omitted === 1 ? "" : "s") +
+          " not shown: past the web view's limit of " + d.names.length.toLocaleString("en") +
+          " (kubetrain ui --max-metric-names)"
+        : "";
+    }
     if (!plotTimer) {
       plotTimer = setTimeout(refreshPlots, Math.max(0, plotsDrawn + PLOT_EVERY - performance.now()));
     }
