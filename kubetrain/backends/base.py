@@ -453,11 +453,13 @@ class Backend(Protocol):
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> Iterator[LogRecord]:
         """The job's output, merged across replicas in time order (`record.key` names the replica).
         `follow`: go on until the job ends, or until `stop` is set (from another thread: a reader that went
         away, such as a closed web page, whose follower would otherwise wait for the job's next line).
-        `on_missing(replica, why)`: a replica with no log yet."""
+        `on_missing(replica, why)`: a replica with no log yet. `on_note(text)`: a follow that streams only some
+        replicas (Kubernetes, `--max-log-requests`) says which, once."""
         ...
 
     def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:

@@ -34,6 +34,7 @@ from .cluster import Cluster
 from .describe import Description
 from .flavors import AUTO_ORDER, FlavorUnavailable, get_flavor
 from .liveness import no_sign_of_life
+from .log_choice import DEFAULT_MAX_LOG_REQUESTS
 from .logs import LogTarget, Since, read_logs, targets_of
 from .lookup import Located, job_pods, list_jobs
 from .ssh_keys import fill_ssh_secrets
@@ -87,12 +88,13 @@ class KubernetesBackend(Cluster):
         watch_timeout: int = 290,
         diagnose_every: float = 10.0,
         log_grace: float = 5.0,
+        max_log_requests: int = DEFAULT_MAX_LOG_REQUESTS,
     ) -> None:
         chosen = get_flavor(flavor).name if flavor is not None else None  # an unknown flavor: before connecting
         super().__init__(namespace=namespace, context=context, kubeconfig=kubeconfig, timeout=timeout,
                          untouched_after=untouched_after, liveness_ttl=liveness_ttl, in_cluster=in_cluster,
                          api_client=api_client, retry=retry, watch_timeout=watch_timeout,
-                         diagnose_every=diagnose_every, log_grace=log_grace)
+                         diagnose_every=diagnose_every, log_grace=log_grace, max_log_requests=max_log_requests)
         self.flavor = chosen
         self.convert = convert
         self.all_namespaces = all_namespaces
@@ -331,12 +333,14 @@ class KubernetesBackend(Cluster):
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> Iterator[LogRecord]:
         """Every selected replica's log, merged in time order, records keyed ``role-index`` (the prefix).
 
         ``follow``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited
         for. ``previous``: the container instance before the last restart. ``on_missing(replica, why)``
-        hears about replicas without a log (not started; no previous instance)."""
+        hears about replicas without a log (not started; no previous instance). A follow streams at most
+        ``max_log_requests`` replicas (:mod:`.log_choice`); ``on_note`` is told which, when some are left out."""
         if index is not None and role is None:
             raise KubernetesError("--index needs --role")
         if follow and previous:
@@ -350,7 +354,8 @@ class KubernetesBackend(Cluster):
             if index is not None and not 0 <= index < info.replicas:
                 raise KubernetesError(f"role {role} of job {job_id} has replicas 0..{info.replicas - 1}")
         if follow:
-            return _without_metrics(following.follow_logs(self, loc, role, index, tail, since, grep, stop), grep)
+            records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note)
+            return _without_metrics(records, grep)
         grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace, loc.pods), roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
 

@@ -27,6 +27,7 @@ from .diagnose import Diagnosis, diagnose, untouched_for
 from .flavors import FLAVORS, WRITTEN, Controller, Flavor, workload_resources
 from .liveness import Liveness, LivenessCache
 from .liveness import check as check_liveness
+from .log_choice import DEFAULT_MAX_LOG_REQUESTS
 from .lookup import Located, PodScope, job_pods, locate
 from .status_map import job_status, meta
 from .watch import JobWatch
@@ -53,6 +54,7 @@ class Cluster:
         watch_timeout: int = 290,
         diagnose_every: float = 10.0,
         log_grace: float = 5.0,
+        max_log_requests: int = DEFAULT_MAX_LOG_REQUESTS,
     ) -> None:
         context_namespace: str | None = None
         source = "api client"
@@ -66,6 +68,7 @@ class Cluster:
         self.watch_timeout = watch_timeout
         self.diagnose_every = diagnose_every
         self.log_grace = log_grace
+        self.max_log_requests = max_log_requests
         self.untouched_after = untouched_after
         self._caps: Capabilities | None = None
         host = getattr(getattr(api_client, "configuration", None), "host", "")

@@ -122,7 +122,8 @@ def follow(
     log_thread: threading.Thread | None = None
     follower: LogFollower | None = None
     if sink is not None:
-        follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.log_grace)
+        follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.log_grace,
+                               max_streams=backend.max_log_requests, note=say, job=name)
         out = sink
 
         def pump() -> None:
@@ -247,13 +248,16 @@ def deleted_status(name: str, jw: JobWatch, flavor: Flavor | None = None) -> Job
 
 def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | None, tail: int | None,
                 since: Since | None, grep: str | GrepPattern | None,
-                stop: threading.Event | None = None) -> Iterator[LogRecord]:
-    """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for."""
+                stop: threading.Event | None = None,
+                note: Callable[[str], None] | None = None) -> Iterator[LogRecord]:
+    """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for.
+    At most ``backend.max_log_requests`` replicas are streamed; ``note`` hears which, when some are left out."""
     jw = backend.watch(loc.name, loc.namespace, resource=loc.resource, scope=loc.pods)
     try:
         jw.wait_synced(30)
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name, loc.flavor), role=role,
-                               index=index, tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop)
+                               index=index, tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop,
+                               max_streams=backend.max_log_requests, note=note, job=loc.name)
         yield from follower
     finally:
         jw.stop()

@@ -34,6 +34,7 @@ from ...contract.logs import GrepPattern, LogRecord, format_seconds, grep_finds,
 from ...status import JobStatus
 from .client.errors import ApiError
 from .client.kube import Kube
+from .log_choice import LAST_LINES, Choice, choose, key_of
 from .status_map import PodIndex, main_container_status
 from .workload import JSON, meta
 
@@ -185,6 +186,11 @@ class _End:
 
 
 @dataclass
+class _Tail:
+    """The end of a one-shot read of a not-followed replica's last lines."""
+
+
+@dataclass
 class _Pod:
     """One pod of a replica (a replica has several when pods are replaced or a gang restarts)."""
 
@@ -238,7 +244,11 @@ class LogFollower:
 
     Per replica, its pods are read oldest first, one stream at a time: a pod that replaced another (job
     flavor), or the pods of a gang restart, follow the lines of the one before. A container that
-    restarted while we were not reading it is read through ``previous`` first."""
+    restarted while we were not reading it is read through ``previous`` first.
+
+    At most ``max_streams`` replicas are followed (:mod:`.log_choice`: rank 0 of each role first; None: every
+    one); ``note`` is told once which, when some are left out. A replica left out that fails or restarts has
+    its last lines read once, when the watch sees it (a failed container, or the one before a restart)."""
 
     def __init__(
         self,
@@ -254,6 +264,9 @@ class LogFollower:
         grep: str | GrepPattern | None = None,
         grace: float = 5.0,
         stop: threading.Event | None = None,
+        max_streams: int | None = None,
+        note: Callable[[str], None] | None = None,
+        job: str = "",
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -268,6 +281,14 @@ class LogFollower:
         self._asked_to_stop = stop
         """Set by the reader (another thread) to end the following: the watcher below notices it."""
         self._first_step = True
+        self._choice: Choice = choose(max_streams)
+        self._note, self._noted, self._job = note, False, job
+        #: not-followed pods' container instances already shown (uid, restartCount), and each pod's
+        #: restartCount when first seen (restarts before the follow began are history)
+        self._shown: set[tuple[str, int]] = set()
+        self._restarts_seen: dict[str, int] = {}
+        self._tails_running = 0
+        self._tail_pool: ThreadPoolExecutor | None = None
 
     def stop(self) -> None:
         self._stopped.set()
@@ -345,14 +366,22 @@ class LogFollower:
         """Open what can be opened; True when nothing is left to read."""
         ended = status is None or status.phase.is_terminal
         first_step, self._first_step = self._first_step, False
-        outstanding = False
+        outstanding = self._tails_running > 0
+        known = [(r.role, r.index) for r in (status.replicas if status is not None else [])]
+        self._choice.update(ri for ri in [*known, *grouped.current] if self._selects(*ri))
+        if not self._noted and status is not None and self._choice.left_out and self._note is not None:
+            self._noted = True
+            self._note(self._choice.note(self._job))
         for (role, index), current in sorted(grouped.current.items()):
-            if (self.role is not None and role != self.role) or (self.index is not None and index != self.index):
+            if not self._selects(role, index):
                 continue
-            key = f"{role}-{index}"
-            rep = self._replicas.setdefault(key, _Replica(key))
+            key = key_of(role, index)
             container = containers.get(role)
             pods = [*grouped.earlier.get((role, index), []), current]
+            if key not in self._choice.followed:
+                self._show_last_lines(key, pods, container, first_step)
+                continue
+            rep = self._replicas.setdefault(key, _Replica(key))
             if first_step:
                 rep.history = {meta(p).get("uid", "") for p in pods[:-1]}
             if rep.active is not None:
@@ -398,6 +427,47 @@ class LogFollower:
                 break
         return not outstanding
 
+    def _selects(self, role: str, index: int) -> bool:
+        return (self.role is None or role == self.role) and (self.index is None or index == self.index)
+
+    def _show_last_lines(self, key: str, pods: list[JSON], container: str | None, first_step: bool) -> None:
+        """A replica not followed: read the last lines of a container instance the watch shows failed (exited
+        non-zero, or its pod Failed) or restarted, once per instance. Status is the watch's: nothing here
+        decides what happened to the replica, only what to show of it."""
+        for pod in pods:
+            uid, name = meta(pod).get("uid", ""), meta(pod).get("name", "")
+            cs = main_container_status(pod, container) or {}
+            restarts = int(cs.get("restartCount") or 0)
+            seen = self._restarts_seen.setdefault(uid, restarts if first_step else 0)
+            terminated = (cs.get("state") or {}).get("terminated") or {}
+            failed = _phase(pod) == "Failed" or int(terminated.get("exitCode") or 0) != 0
+            if failed and (uid, restarts) not in self._shown:
+                self._shown.add((uid, restarts))
+                self._read_tail(key, name, container, previous=False)
+            for instance in range(seen, restarts):  # each instance that ended in a restart, once
+                if (uid, instance) not in self._shown:
+                    self._shown.add((uid, instance))
+                    if instance == restarts - 1:  # the API keeps the one before the current container only
+                        self._read_tail(key, name, container, previous=True)
+            self._restarts_seen[uid] = max(seen, restarts)
+
+    def _read_tail(self, key: str, pod: str, container: str | None, *, previous: bool) -> None:
+        if self._tail_pool is None:  # few threads, however many replicas fail at once
+            self._tail_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-tail")
+        self._tails_running += 1
+
+        def read() -> None:
+            try:
+                resp = self.kube.pod_log(pod, self.namespace, container=container, previous=previous,
+                                         tail_lines=LAST_LINES)
+                for rec in iter_stream(resp, key):
+                    self._q.put(rec)
+            except Exception:  # gone, or no instance to read: the watch still reports the failure
+                pass
+            self._q.put(_Tail())
+
+        self._tail_pool.submit(read)
+
     def _ended(self, end: _End) -> None:
         rep = self._replicas[end.key]
         rep.active, rep.active_uid = None, ""
@@ -437,11 +507,18 @@ class LogFollower:
                         uid, rec = item
                         if self._accept(uid, rec):
                             yield rec
+                    elif isinstance(item, LogRecord):  # a not-followed replica's last lines
+                        if self.filter.accepts(item):
+                            yield item
+                    elif isinstance(item, _Tail):
+                        self._tails_running -= 1
                     elif isinstance(item, _End):
                         self._ended(item)
                     item = self._get(0)
         finally:
             self.stop()
+            if self._tail_pool is not None:
+                self._tail_pool.shutdown(wait=False, cancel_futures=True)
             for rep in self._replicas.values():
                 if rep.active is not None and rep.active is not True:
                     _close(rep.active)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ...contract.choices import FLAVORS
 from ..base import BackendOptions, Problem, Verdict, option
+from .log_choice import DEFAULT_MAX_LOG_REQUESTS
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
@@ -27,6 +28,19 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0:  # also NaN
         raise argparse.ArgumentTypeError(f"{text} is not a number of seconds from 0")
+    return value
+
+
+def positive(text: str) -> int:
+    """A flag's whole number, 1 or more."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
     return value
 
 
@@ -78,6 +92,13 @@ class KubernetesOptions(BackendOptions):
         "(default: 60; 0: look each time)",
         flags=["--liveness-ttl"], verbs=["run", "validate"], parse=seconds, metavar="SECONDS",
     )
+    max_log_requests: int = option(
+        DEFAULT_MAX_LOG_REQUESTS,
+        "Kubernetes: follow at most N replicas' logs at once (default: 5, as kubectl): rank 0 of each role first, "
+        "among what --role/--index name; a replica left out that fails or restarts shows its last lines",
+        flags=["--max-log-requests"], verbs=["run", "logs"], parse=positive, metavar="N",
+    )
+    """How many log streams an attached run or `logs -f` opens (one connection and thread each)."""
     timeout: float | None = option(None, "an attached run returns after that many seconds, with the status then")
     """For Python callers (no flag): a notebook that waits only so long."""
 

@@ -308,10 +308,11 @@ class LocalBackend:
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> Iterator[LogRecord]:
         """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended; while
         it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
-        every attempt)."""
+        every attempt). Every replica's file is read: `on_note` has nothing to say."""
         from .log_follow import follow_log
         from .log_reader import merge_logs
 

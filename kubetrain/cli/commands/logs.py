@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             grep=grep.pattern if grep is not None else None,
             previous=args.previous,
             on_missing=lambda replica, why: say(f"kubetrain: {replica}: {why}"),
+            on_note=lambda text: say(f"kubetrain: {text}"),
         )
         print_records(records, args, OutputSink(raw=args.raw))
     return 0
