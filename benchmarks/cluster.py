@@ -3,6 +3,7 @@
     python benchmarks/cluster.py                    # both tables
     python benchmarks/cluster.py --steps 10,100,1000 --repeats 20
     python benchmarks/cluster.py --json
+    python benchmarks/cluster.py --scale 100,1000   # an attached run of N replicas: memory, threads, files
 
 Requests per job: ``kubetrain run`` (attached: output followed, status watched, Pending causes looked up)
 from submit to completion, for each flavor and job lengths of N steps (a log line per replica per step,
@@ -12,6 +13,12 @@ objects the job consists of. Goal: requests = created + a constant, the same for
 Latency: from the moment the emulator records an event (a replica fails; the engine marks the job
 Succeeded) to the moment ``run`` reports it (``on_event``). A client polling every P seconds would
 show it after P/2 on average (P for the worst case).
+
+Scale (``--scale``): ``kubetrain run`` (the CLI, attached, job flavor) of N replicas in a process of its own,
+every replica Running and printing, with the default ``--max-log-requests`` (5) and with every replica
+followed (``--max-log-requests N``: one stream and thread per pod, as before it was bounded). The run's peak
+RSS (VmHWM), threads and open files; the time from a replica's failure (one not followed) to ``run`` saying
+so; ``kubetrain status`` of the running job (the whole command, interpreter and imports included).
 
 The emulator plays the controllers (``kube_emulator.controllers``) and the kubelet exactly as the tests do.
 """
@@ -23,6 +30,7 @@ import io
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -193,13 +201,103 @@ def print_tables(data: dict[str, Any]) -> bool:
     return ok
 
 
+KUBETRAIN = str(Path(sys.executable).with_name("kubetrain"))
+"""The installed command, beside the interpreter running this (the venv's)."""
+
+
+def _proc(pid: int) -> dict[str, int]:
+    """A process's peak RSS (MB), threads and open files, from /proc."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {"rss_mb": int(fields["VmHWM"].split()[0]) // 1024, "threads": int(fields["Threads"]),
+            "files": len(os.listdir(f"/proc/{pid}/fd"))}
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, max_logs: int | None) -> dict[str, Any]:
+    """One attached `kubetrain run` of `replicas` replicas, measured from outside (see the module's docstring)."""
+    name = f"scale-{replicas}-{max_logs or 'default'}"
+    played = controllers(emu)
+    job_file = tmp / f"{name}.json"
+    job_file.write_text(json.dumps(job_doc(name, replicas)))
+    out, err = tmp / f"{name}.out", tmp / f"{name}.err"
+    argv = [KUBETRAIN, "run", "--backend", "kubernetes", "--kubeconfig", str(kubeconfig),
+            "--flavor", "job", str(job_file)]
+    if max_logs is not None:
+        argv += ["--max-log-requests", str(max_logs)]
+    env = {**os.environ, "KUBETRAIN_HOME": str(tmp / "home")}
+    with out.open("wb") as o, err.open("wb") as e:
+        child = subprocess.Popen(argv, stdout=o, stderr=e, env=env)
+    try:
+        _wait(lambda: _root_created(emu, "job", name), timeout=60)
+        pods = played.create_pods("job", name)
+        for replica, pod in pods.items():
+            emu.set_pod_phase("default", pod, "Running")
+            emu.append_log("default", pod, f"{replica} step 0\n")
+        followed = replicas if max_logs is not None else min(replicas, 5)
+        # Every followed replica's line printed: every stream is open.
+        _wait(lambda: _text(out).count(" step 0") >= followed, timeout=300)
+        status_start = time.perf_counter()
+        subprocess.run([KUBETRAIN, "status", name, "--backend", "kubernetes", "--kubeconfig",
+                        str(kubeconfig)], env=env, check=True, capture_output=True)
+        status_s = time.perf_counter() - status_start
+        used = _proc(child.pid)
+        last = f"worker-{replicas - 1}"
+        emu.append_log("default", pods[last], "Traceback (most recent call last):\nValueError: bad shape\n")
+        t0 = time.perf_counter()
+        emu.set_pod_phase("default", pods[last], "Failed", exit_code=3)
+        _wait(lambda: f"{last} failed" in _text(err), timeout=120)
+        failure_s = time.perf_counter() - t0
+        _wait(lambda: f"[{last}] ValueError: bad shape" in _text(out), timeout=60)
+        played.conclude("job", name, "Failed")
+        child.wait(120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return {"replicas": replicas, "max_log_requests": max_logs or 5, **used, "failure_to_report_s": failure_s,
+            "status_s": status_s}
+
+
+def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
+    rows = []
+    with KubeEmulator() as emu, tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = emu.write_kubeconfig(Path(tmp) / "kubeconfig")
+        for n in sizes:
+            for max_logs in ([None, n] if compare else [None]):
+                emu.reset()
+                emu.clear_requests()
+                rows.append(attached_run(emu, kubeconfig, Path(tmp), n, max_logs))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def print_scale(rows: list[dict[str, Any]]) -> None:
+    print(f"{'replicas':>8} {'streams':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} {'failure→run s':>14} "
+          f"{'status s':>9}")
+    for r in rows:
+        print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['rss_mb']:>7} {r['threads']:>8} {r['files']:>6} "
+              f"{r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--steps", default="10,100,1000", help="job lengths, comma-separated")
     parser.add_argument("--repeats", type=int, default=10, help="latency samples per flavor")
     parser.add_argument("--flavors", default=",".join(FLAVORS))
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    parser.add_argument("--scale", metavar="N,N", help="instead: an attached run of N replicas (e.g. 100,1000)")
+    parser.add_argument("--compare", action="store_true", help="with --scale: also with every replica followed")
     args = parser.parse_args(argv)
+    if args.scale:
+        rows = measure_scale([int(x) for x in args.scale.split(",") if x], args.compare)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print_scale(rows)
+        return 0
     data = measure([int(x) for x in args.steps.split(",") if x], args.repeats,
                    [f for f in args.flavors.split(",") if f])
     if args.json:
