@@ -237,8 +237,12 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             emu.set_pod_phase("default", pod, "Running")
             emu.append_log("default", pod, f"{replica} step 0\n")
         followed = replicas if max_logs is not None else min(replicas, 5)
-        # Every followed replica's line printed: every stream is open.
-        _wait(lambda: _text(out).count(" step 0") >= followed, timeout=300)
+        # Every followed replica's line printed: every stream is open (or as many as opened in 2 minutes: one
+        # stream per pod may not get there on a loaded machine; the row says how many were printed).
+        deadline = time.monotonic() + 120
+        while _text(out).count(" step 0") < followed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        printed = _text(out).count(" step 0")
         status_start = time.perf_counter()
         subprocess.run([KUBETRAIN, "status", name, "--backend", "kubernetes", "--kubeconfig",
                         str(kubeconfig)], env=env, check=True, capture_output=True)
@@ -257,8 +261,8 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
         if child.poll() is None:
             child.kill()
             child.wait()
-    return {"replicas": replicas, "max_log_requests": max_logs or 5, **used, "failure_to_report_s": failure_s,
-            "status_s": status_s}
+    return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
+            "failure_to_report_s": failure_s, "status_s": status_s}
 
 
 def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
@@ -275,11 +279,11 @@ def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
 
 
 def print_scale(rows: list[dict[str, Any]]) -> None:
-    print(f"{'replicas':>8} {'streams':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} {'failure→run s':>14} "
-          f"{'status s':>9}")
+    print(f"{'replicas':>8} {'streams':>8} {'printed':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} "
+          f"{'failure→run s':>14} {'status s':>9}")
     for r in rows:
-        print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['rss_mb']:>7} {r['threads']:>8} {r['files']:>6} "
-              f"{r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f}")
+        print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['printed']:>8} {r['rss_mb']:>7} {r['threads']:>8} "
+              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
