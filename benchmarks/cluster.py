@@ -18,7 +18,8 @@ Scale (``--scale``): ``kubetrain run`` (the CLI, attached, job flavor) of N repl
 every replica Running and printing, with the default ``--max-log-requests`` (5) and with every replica
 followed (``--max-log-requests N``: one stream and thread per pod, as before it was bounded). The run's peak
 RSS (VmHWM), threads and open files; the time from a replica's failure (one not followed) to ``run`` saying
-so; ``kubetrain status`` of the running job (the whole command, interpreter and imports included).
+so; ``kubetrain status`` of the running job (the whole command, interpreter and imports included), and
+``kubectl get pods`` for the same pods in the same run where kubectl is installed.
 
 The emulator plays the controllers (``kube_emulator.controllers``) and the kubelet exactly as the tests do.
 """
@@ -29,6 +30,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -247,6 +249,13 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
         subprocess.run([KUBETRAIN, "status", name, "--backend", "kubernetes", "--kubeconfig",
                         str(kubeconfig)], env=env, check=True, capture_output=True)
         status_s = time.perf_counter() - status_start
+        kubectl_s = None
+        if shutil.which("kubectl"):  # the peer, for the same pods in the same run
+            kubectl_start = time.perf_counter()
+            got = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "pods", "-l",
+                                  f"{JOB_LABEL}={name}"], env=env, check=False, capture_output=True)
+            # kubectl may not talk to the emulator (its credentials): then no figure rather than a wrong one
+            kubectl_s = time.perf_counter() - kubectl_start if got.returncode == 0 else None
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
         emu.append_log("default", pods[last], "Traceback (most recent call last):\nValueError: bad shape\n")
@@ -262,7 +271,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             child.kill()
             child.wait()
     return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
-            "failure_to_report_s": failure_s, "status_s": status_s}
+            "failure_to_report_s": failure_s, "status_s": status_s, "kubectl_get_pods_s": kubectl_s}
 
 
 def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
@@ -280,10 +289,11 @@ def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
 
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'replicas':>8} {'streams':>8} {'printed':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} "
-          f"{'failure→run s':>14} {'status s':>9}")
+          f"{'failure→run s':>14} {'status s':>9} {'kubectl get pods s':>19}")
     for r in rows:
         print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['printed']:>8} {r['rss_mb']:>7} {r['threads']:>8} "
-              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f}")
+              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f} "
+              f"{r['kubectl_get_pods_s'] or float('nan'):>19.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
