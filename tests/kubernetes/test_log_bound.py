@@ -158,3 +158,47 @@ def test_max_log_requests_is_a_flag_of_run_and_logs(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as exit_:
         build_parser("logs").parse_args(["logs", "x", "--backend", "k8s", "--max-log-requests", "0"])
     assert exit_.value.code == 2 and "--max-log-requests: 0 is not 1 or more" in capsys.readouterr().err
+
+
+def test_a_change_before_the_followers_watcher_runs_still_wakes_it(emulated: Cluster, monkeypatch: Any) -> None:
+    """The follower's first look sees worker-0 Pending; it starts Running before the thread that wakes the
+    follower on changes gets to run. That change must still wake it (it was lost: on 1,000 replicas the
+    attached run printed nothing)."""
+    from kubetrain.backends.kubernetes import logs
+
+    emu, ctl = emulated.emu, emulated.controllers
+    assert emu is not None and ctl is not None
+    b = emulated.backend()
+    sub = b.submit(from_dict(job_doc("late", replicas=1)), flavor="job")
+    pods = ctl.create_pods("job", sub.name)
+    first_look, watcher_may_run = threading.Event(), threading.Event()
+    followers: list[Any] = []
+    step, watch_changes = logs.LogFollower._step, logs.LogFollower._watch_changes
+
+    def looked(self: Any, *args: Any) -> bool:
+        done = step(self, *args)
+        followers.append(self)
+        first_look.set()
+        return done
+
+    def late(self: Any, *args: Any) -> None:
+        watcher_may_run.wait()
+        watch_changes(self, *args)
+
+    monkeypatch.setattr(logs.LogFollower, "_step", looked)
+    monkeypatch.setattr(logs.LogFollower, "_watch_changes", late)
+    got, _notes, done = _follow(b, "late")
+    assert first_look.wait(10)
+    emu.set_pod_phase("default", pods["worker-0"], "Running")
+    emu.append_log("default", pods["worker-0"], "up at last\n")
+
+    def seen_running() -> bool:  # by the follower's own watch
+        _status, grouped, _containers = followers[0].state()
+        return bool(grouped.current.get(("worker", 0), {}).get("status", {}).get("phase") == "Running")
+
+    _until(seen_running, "the follower's watch holding the change")
+    watcher_may_run.set()
+    _until(lambda: any(r.text == "up at last" for r in got), "the line of the pod that started")
+    emu.set_pod_phase("default", pods["worker-0"], "Succeeded", exit_code=0)
+    emulated.conclude("job", "late", "Succeeded")
+    assert done.wait(10)

@@ -294,8 +294,10 @@ class LogFollower:
         self._stopped.set()
         self._q.put(None)
 
-    def _watch_changes(self) -> None:
-        seen = self.watch.version
+    def _watch_changes(self, seen: int) -> None:
+        """Wake the loop on each change after version ``seen``: the version read before the loop's first look,
+        not when this thread gets to run (a change in between would otherwise wake nobody, and a replica seen
+        Pending by that look would never be opened)."""
         while not self._stopped.is_set():
             if self._asked_to_stop is not None and self._asked_to_stop.is_set():
                 self.stop()  # wakes the main loop, which then ends
@@ -483,7 +485,8 @@ class LogFollower:
 
     def __iter__(self) -> Iterator[LogRecord]:
         self.watch.wait_synced(60.0)
-        watcher = threading.Thread(target=self._watch_changes, name="log-watch", daemon=True)
+        watcher = threading.Thread(target=self._watch_changes, args=(self.watch.version,), name="log-watch",
+                                   daemon=True)
         watcher.start()
         ended_at: float | None = None
         try:
