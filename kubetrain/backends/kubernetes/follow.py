@@ -211,22 +211,34 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
             return status
 
 
-def settle(jw: JobWatch, state: State, status: JobStatus, quiet: float = 0.1, timeout: float = 2.0) -> JobStatus:
+def settle(jw: JobWatch, state: State, status: JobStatus, quiet: float = 0.1, timeout: float = 2.0,
+           explain: float = 5.0) -> JobStatus:
     """The workload and pod watches are separate streams: when the engine says the job has ended, give
     the pods' last changes a moment to arrive (until every replica has ended, or the pods have been
-    quiet for ``quiet`` seconds: pods that host a launcher's processes never end by themselves)."""
-    deadline = time.monotonic() + timeout
+    quiet for ``quiet`` seconds: pods that host a launcher's processes never end by themselves). A failed
+    job whose failed replica has not been seen yet waits longer for it (up to ``explain`` seconds, woken by
+    each change, not by a clock): on a busy machine the pod's update can trail the job's, and the failure
+    would go unexplained."""
+    start = time.monotonic()
     seen = jw.version
-    while any(not r.phase.is_terminal and r.reason not in ("NoPod", "NotStarted", "Suspended")
-              for r in status.replicas) and time.monotonic() < deadline:
-        now = jw.wait_change(seen, timeout=min(quiet, max(0.0, deadline - time.monotonic())))
+    while True:
+        unsettled = any(not r.phase.is_terminal and r.reason not in ("NoPod", "NotStarted", "Suspended")
+                        for r in status.replicas)
+        unexplained = status.phase is JobPhase.FAILED and status.first_failure is None
+        if not (unsettled or unexplained):
+            return status
+        left = start + (explain if unexplained else timeout) - time.monotonic()
+        if left <= 0:
+            return status
+        now = jw.wait_change(seen, timeout=left if unexplained else min(quiet, left))
         if now == seen:
-            break
+            if not unexplained:
+                return status
+            continue
         seen = now
         latest = state()[0]
         if latest is not None:
             status = latest
-    return status
 
 
 def stop_hosting(backend: Cluster, jw: JobWatch, flavor: Flavor | None) -> None:
