@@ -111,6 +111,38 @@ def _pid_host(r: ReplicaStatus) -> str:
     return r.host or "-"
 
 
+EVERY_REPLICA_UP_TO = 20
+"""`kubetrain status` prints a line per replica up to this many; past it, a line per role with the replicas
+that are not in that role's usual state (`-o wide`: every replica)."""
+
+
+def replica_lines(status: JobStatus, wide: bool = False) -> list[str]:
+    """The replicas as `kubetrain status` shows them: a line each for a small job (or `wide`); for a big one a
+    line per role, "worker: 998 Running", then every replica of that role that is in another state, so a
+    thousand replicas take a few lines and the odd one out is never hidden."""
+    def detail(r: ReplicaStatus) -> str:
+        return r.describe_exit() or (r.reason or "")
+
+    if wide or len(status.replicas) <= EVERY_REPLICA_UP_TO:
+        return [f"  {r.name:<16} {r.phase.value:<10} {detail(r)}".rstrip() for r in status.replicas]
+    by_role: dict[str, list[ReplicaStatus]] = {}
+    for r in status.replicas:
+        by_role.setdefault(r.role, []).append(r)
+    lines = []
+    for role, replicas in by_role.items():
+        states: dict[tuple[str, str], int] = {}
+        for r in replicas:
+            key = (r.phase.value, detail(r))
+            states[key] = states.get(key, 0) + 1
+        usual = max(states, key=lambda k: states[k])
+        shown = f"{usual[0]} ({usual[1]})" if usual[1] else usual[0]
+        lines.append(f"  {role}: {states[usual]} of {len(replicas)} {shown}")
+        lines += [f"    {r.name:<16} {r.phase.value:<10} {detail(r)}".rstrip()
+                  for r in replicas if (r.phase.value, detail(r)) != usual]
+    lines.append(f"  (a line per replica: kubetrain status {status.job_id} -o wide)")
+    return lines
+
+
 def format_describe(status: JobStatus, now: float | None = None) -> str:
     """``kubetrain describe``: everything about one job, in kubectl-describe sections."""
     now = _time.time() if now is None else now

@@ -353,8 +353,10 @@ class Description(Protocol):
         """Why Pending replicas wait, a cause each (none locally: a local replica does not wait for a place)."""
         ...
 
-    def status_lines(self) -> list[str]:
-        """What `kubetrain status` prints: the summary, a line per replica, why it is stuck or failed."""
+    def status_lines(self, wide: bool = False) -> list[str]:
+        """What `kubetrain status` prints: the summary, the replicas (a line each for a small job or `wide`, else
+        a line per role and the replicas not in its usual state: `status_text.replica_lines`), why it is stuck
+        or failed."""
         ...
 
     def text(self) -> str:

@@ -40,14 +40,13 @@ class Description:
                 for (r, i), p in sorted(grouped.current.items())}
         return cls(status, list(diagnoses), objects, pods, spec)
 
-    def status_lines(self) -> list[str]:
-        """What ``kubetrain status`` prints: the summary, a line per replica, a line per Pending cause with
-        its hint, and the failure with the failed replica's last lines."""
+    def status_lines(self, wide: bool = False) -> list[str]:
+        """What ``kubetrain status`` prints: the summary, the replicas (`status_text.replica_lines`), a line per
+        Pending cause with its hint, and the failure with the failed replica's last lines."""
+        from ...status_text import replica_lines
+
         s = self.status
-        lines = [s.summary_line()]
-        for r in s.replicas:
-            detail = r.describe_exit() or (r.reason or "")
-            lines.append(f"  {r.name:<16} {r.phase.value:<10} {detail}".rstrip())
+        lines = [s.summary_line(), *replica_lines(s, wide)]
         lines += [f"  {d.line()}" for d in self.diagnoses]
         if s.first_failure is not None and s.phase is JobPhase.FAILED:
             lines += s.first_failure.explain(s.job_id).splitlines()

@@ -94,12 +94,13 @@ class LocalDescription:
         """None: a local replica does not wait for a place to run."""
         return []
 
-    def status_lines(self) -> list[str]:
-        """The summary, a line per replica, and the failure with the failed replica's last lines."""
+    def status_lines(self, wide: bool = False) -> list[str]:
+        """The summary, the replicas (`status_text.replica_lines`), and the failure with the failed replica's
+        last lines."""
+        from ...status_text import replica_lines
+
         s = self.status
-        lines = [s.summary_line()]
-        for replica in s.replicas:
-            lines.append(f"  {replica.name:<16} {replica.phase.value:<10} {replica.describe_exit()}")
+        lines = [s.summary_line(), *replica_lines(s, wide)]
         if s.first_failure is not None and s.phase is JobPhase.FAILED:
             lines += s.first_failure.explain(s.job_id).split("\n")
         return lines

@@ -10,15 +10,15 @@ from ..output import emit
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", metavar="ID", help="job id (locally, an unambiguous prefix will do)")
-    add_output(p, ["json", "yaml"])
+    add_output(p, ["wide", "json", "yaml"])
     add_backend(p, "status")
 
 
 def run(args: argparse.Namespace) -> int:
     with open_backend_for(args) as backend:
         description = backend.describe(args.job)
-    if args.output:
+    if args.output in ("json", "yaml"):
         emit(description.status.to_dict(), args.output)
-    else:
-        print("\n".join(description.status_lines()))
+    else:  # a line per role past 20 replicas; -o wide: a line per replica
+        print("\n".join(description.status_lines(wide=args.output == "wide")))
     return 0
