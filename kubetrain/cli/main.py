@@ -51,11 +51,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ..contract.errors import interrupted_status
-    from ..contract.ownership import claim_process
     from ..contract.pause import pause_point
     from .signals import interruptible
-
-    claim_process()  # the `kubetrain` command: a job it runs attached may adopt its orphans (contract.ownership)
 
     # SIGINT and SIGTERM raise `Interrupted` from here on, whatever the verb is doing (`cli.signals`).
     with interruptible():
@@ -95,5 +92,15 @@ def _main(argv: Sequence[str] | None) -> int:
     return run_handler(command_module(args.verb).run, args)
 
 
+def command() -> int:
+    """The `kubetrain` command itself (its console script, `python -m kubetrain.cli.main`): `main` in a process
+    that is kubetrain's own, so a job it runs attached may adopt the job's orphans (`contract.ownership`).
+    A program (or a test) that calls `main` in its own process does not claim it."""
+    from ..contract.ownership import claim_process
+
+    claim_process()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

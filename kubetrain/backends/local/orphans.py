@@ -61,12 +61,13 @@ def children() -> list[int]:
     return found
 
 
-def sweep() -> list[int]:
-    """SIGKILL and reap every child this process still has, round after round until none is left: the
-    orphans the job left. Call only once the job's own processes are gone. The pids swept."""
+def sweep(spare: frozenset[int] = frozenset()) -> list[int]:
+    """SIGKILL and reap every child this process still has but those in `spare` (the children it had before
+    the job started), round after round until none is left: the orphans the job left. Call only once the
+    job's own processes are gone. The pids swept."""
     swept: list[int] = []
     for _ in range(SWEEP_ROUNDS):
-        left = children()
+        left = [pid for pid in children() if pid not in spare]
         if not left:
             break
         for pid in left:

@@ -44,6 +44,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
         previous = {sig: signal.signal(sig, self._on_signal) for sig in handled}
         heartbeat: Heartbeat | None = None
         adopting = False
+        before: frozenset[int] = frozenset()
         try:
             path = state_path(store, job_id)
             heartbeat = Heartbeat(
@@ -60,6 +61,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
             # In a process of kubetrain's own, the job's orphans are reparented to us and swept at its end,
             # even those that cleared their environment and left every group and session (`orphans`).
             adopting = (self.detached or process_is_kubetrains()) and orphans.become_subreaper()
+            before = frozenset(orphans.children()) if adopting else frozenset()  # never the job's to sweep
             started_at = time.time()
             with ProcessGroup(specs, sink=self.sink, job=job_id, on_log_notice=self._log_notice) as group:
                 self._group = group
@@ -67,8 +69,8 @@ class Supervisor(ElasticSupervision, TrialSupervision):
                 return self._attempts(group, started_at)
         finally:
             self._group = None
-            if adopting:  # the group is closed: every child left is an orphan of the job
-                orphans.sweep()
+            if adopting:  # the group is closed: every child left but those we had before is an orphan of the job
+                orphans.sweep(spare=before)
             if heartbeat is not None:
                 heartbeat.stop()
             try:
