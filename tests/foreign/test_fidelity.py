@@ -456,11 +456,12 @@ def test_the_required_proof_a_torchrun_pytorchjob_is_one_world_of_four(tmp_path:
     """Master 1 + Worker 1, nprocPerNode "2", `torchrun`: 4 ranks in one world, all_reduce of ones gives 4
     (real processes, torch's gloo)."""
     (tmp_path / "allreduce.py").write_text(textwrap.dedent("""\
-        import torch, torch.distributed as dist
+        import sys, torch, torch.distributed as dist
         dist.init_process_group("gloo")
         ones = torch.ones(1)
         dist.all_reduce(ones)
-        print(f"rank {dist.get_rank()} world {dist.get_world_size()} sum {int(ones.item())}", flush=True)
+        sys.stdout.write(f"rank {dist.get_rank()} world {dist.get_world_size()} sum {int(ones.item())}\\n")
+        sys.stdout.flush()  # one write: the two ranks of a replica share its pipe
         dist.destroy_process_group()
         """))
     path = tmp_path / "pt.yaml"
