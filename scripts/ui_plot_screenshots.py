@@ -7,6 +7,7 @@ a scratch state directory with Debian's chromium (headless).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -97,6 +98,8 @@ def main() -> int:
     finally:
         for i in range(2):
             os.close(os.open(f"{gate}-{i}", os.O_WRONLY))
+        with contextlib.suppress(Exception):  # the pictures are taken: the running job is not left behind
+            backend.cancel(running)
         backend.close()
     print(f"wrote {OUT}/ui-plot-running.png, ui-plot-compare.png and ui-plot-restarts.png")
     return 0
