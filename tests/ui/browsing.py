@@ -7,8 +7,9 @@ from typing import Any
 
 from selenium.webdriver.support.ui import WebDriverWait
 
-WAIT = 30.0
-"""Seconds a condition may take before the test fails (a bound for a hung test, not a measured time)."""
+WAIT = 60.0
+"""Seconds a condition may take before the test fails: a bound for a hung test, not a measured time, so it is
+wide enough for a CI machine under load (a page stream's keepalive alone is 15 s)."""
 
 
 def until(driver: Any, what: str, test: Callable[[Any], Any]) -> Any:
