@@ -49,8 +49,9 @@ only its owner can read)."""
 
 
 def _requirements() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("runs pods in namespaces of their own (unshare, mounts): needs root, as the test command has")
+    if os.geteuid() != 0:  # a failure, not a skip: a run that cannot check MPI over ssh must not pass
+        pytest.fail("runs pods in namespaces of their own (unshare, mounts): needs root, as the test command "
+                    "(scripts/test.sh, CI) has")
     missing = [tool for tool in ("mpirun", "ssh", "unshare", "setpriv", "ip") if shutil.which(tool) is None]
     missing += [path for path in ("/usr/sbin/sshd", PYTHON) if not Path(path).exists()]
     if not missing and subprocess.run([PYTHON, "-c", "import mpi4py"], capture_output=True).returncode != 0:
