@@ -186,22 +186,6 @@ def framework_of_spec(spec: Mapping[str, Any] | None) -> str:
     return str(inner.get("framework") or "") if isinstance(inner, Mapping) else ""
 
 
-def framework_in_manifest(obj: Any) -> str:
-    """The framework a rendered workload object's pods are told (`KUBETRAIN_FRAMEWORK` in a container's env)."""
-    from ..contract.env_names import FRAMEWORK
-
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            if item.get("name") == FRAMEWORK and isinstance(item.get("value"), str):
-                return str(item["value"])
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return ""
-
-
 def spec_text(spec: Any) -> str:
     """The job's spec as people read it: indented JSON (no third-party serializer needed)."""
     return json.dumps(spec, indent=2, sort_keys=False, default=str)
@@ -212,7 +196,6 @@ __all__ = [
     "JobDetail",
     "JobRow",
     "allowed_actions",
-    "framework_in_manifest",
     "framework_of_spec",
     "job_detail",
     "job_href",
