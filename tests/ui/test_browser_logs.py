@@ -180,7 +180,16 @@ def test_a_link_to_a_line_opens_the_page_on_that_line(browser: Any, local: Local
         browser.refresh()
         until(browser, "the line after a reload", lambda d: (s := d.execute_script(SELECTED)) and s["n"] == number)
 
-        browser.get(bg.url + f"/jobs/local/{job_id}#L{LINES + 7}")  # no such line: said, not a blank box
+        # A link to a line past the end, followed on the same page once its log has ended: no line will come,
+        # so it is said at once, not a blank box.
+        until(browser, "the end after the reload", lambda d: (v := view(d)) is not None and v["ended"])
+        browser.execute_script(f"window.location.hash = '#L{LINES + 7}'")
+        until(browser, "the line said missing", lambda d: "is not in this log" in text(d, "#log-error"))
+        said = f"line {LINES + 7} is not in this log (it has {LINES} lines with these filters)"
+        assert text(browser, "#log-error") == said
+        # The same, in a page opened on that address: the line is awaited, then said missing at its end.
+        browser.get("about:blank")
+        browser.get(bg.url + f"/jobs/local/{job_id}#L{LINES + 7}")
         until(browser, "the line said missing", lambda d: "is not in this log" in text(d, "#log-error"))
         said = f"line {LINES + 7} is not in this log (it has {LINES} lines with these filters)"
         assert text(browser, "#log-error") == said

@@ -136,7 +136,11 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
         assert (("worker-1", XSS)) in lines and ("worker-1", "replica 1 step 9") in lines
         tail = lines_of(log_events(href + "/events?tail=1"))
         assert sorted(tail) == [("worker-0", "replica 0 step 9"), ("worker-1", "replica 1 step 9")]
-        svg = request(f"{href}/plot.svg?name=loss&x=time").body
+        # The page asks for a plot when the stream says the metrics moved (`version`): the server follows the
+        # metrics files on their own thread, which may read the last samples after the log's last line.
+        with Events(href + "/events") as events:
+            ended = events.until("metrics", lambda d: d["samples"] == 20)
+        svg = request(f"{href}/plot.svg?name=loss&x=time&v={ended['version']}").body
         assert svg.count('data-points="10"') == 2 and "loss by time" in svg
     finally:
         release(job)

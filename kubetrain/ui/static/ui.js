@@ -331,7 +331,11 @@
     event.preventDefault();
     navigate(a.getAttribute("href"), false);
   });
-  window.addEventListener("popstate", function () { load(); });
+  // Back and forward load the view of the address; a change of its fragment alone (a line's link on a job
+  // page) is the same view, scrolled by its `hashchange`, not drawn again (that would start its log over).
+  window.addEventListener("popstate", function () {
+    if (window.location.pathname + window.location.search !== shownAddress) load();
+  });
 
   // -- the jobs table -------------------------------------------------------------------------------
 
@@ -1156,19 +1160,26 @@
       self.settle();
       draw(false);
       box.appendChild(el("div", text, "log-end"));
-      if (target) {
-        logError("line " + target + " is not in this log (it has " + self.count() + " lines with these filters)");
-        target = 0;
-      }
+      if (target) sayMissing();
       if (following()) toEnd();
     };
+
+    function sayMissing() {
+      logError("line " + target + " is not in this log (it has " + self.count() + " lines with these filters)");
+      target = 0;
+    }
 
     // The line numbered `n` in the middle of the box, marked, the box in view; following paused (it
     // would take the view away). A line not received yet is shown when it comes.
     self.reveal = function (n) {
       self.settle();
       var i = n - dropped - 1;
-      if (i >= lines.length) { target = n; return; }
+      if (i >= lines.length) {
+        target = n;
+        // An ended log gets no more lines: said now (a link followed after the end, on the same page).
+        if (self.ended) sayMissing();
+        return;
+      }
       target = 0;
       selected = n;
       follow.checked = false;
@@ -1354,7 +1365,9 @@
     });
     openStream(true);
     if (lineInAddress()) log.reveal(lineInAddress());
-    window.addEventListener("hashchange", function () { if (lineInAddress()) log.reveal(lineInAddress()); });
+    function revealAddressed() { if (lineInAddress()) log.reveal(lineInAddress()); }
+    window.addEventListener("hashchange", revealAddressed);
+    leaving.push(function () { window.removeEventListener("hashchange", revealAddressed); });
     whileVisible(function () { openStream(false); }, function () { if (source) source.close(); });
   }
 
@@ -1384,6 +1397,7 @@
   // The layout came without anything of a job (any page address answers it to anyone): its content is
   // asked for with the token (the address's query says what it shows), put in the layout as the server
   // rendered it, and kept current from there.
+  var shownAddress = ""; // the path and query of the view shown (or being fetched)
   function load() {
     takeToken();
     if (!storedToken()) {
@@ -1391,6 +1405,7 @@
       return;
     }
     var path = window.location.pathname;
+    shownAddress = path + window.location.search;
     var address = (path === "/" ? "/content" : path.replace(/\/$/, "") + "/content") + window.location.search;
     var mine = ++loads;
     get(address).then(function (response) {
