@@ -804,3 +804,26 @@ def test_reset_gives_each_test_a_fresh_cluster(kube_emulator: KubeEmulator, core
         "kube-system",
     ]
     assert kube_emulator.installed_crds() == sorted(kube_emulator.default_crds)
+
+
+def test_a_client_hanging_up_is_no_traceback_other_errors_are(capfd: pytest.CaptureFixture[str]) -> None:
+    """A watch or log stream ends when its client hangs up (an informer stopped, a process ended): a real API
+    server says nothing of it, so neither does the emulator (its tracebacks buried the failures that mattered).
+    Any other error in a connection's thread is still printed."""
+    from kube_emulator.transport import Handler, HTTPServer
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    try:
+        for gone in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+            try:
+                raise gone
+            except ConnectionError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capfd.readouterr().err == ""
+        try:
+            raise ValueError("a fault of the emulator")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a fault of the emulator" in capfd.readouterr().err
+    finally:
+        server.server_close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -166,6 +167,13 @@ class HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a watch or log stream stopped, a process ended) is how streams end, as for
+        a real API server: not worth a traceback. Anything else is printed as the standard server does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
