@@ -25,7 +25,7 @@ from kubetrain.frameworks.launchers import script_launcher
 from kubetrain.jobspec import SpecError, TrainJob, from_dict
 from kubetrain.plan import plan
 from kubetrain.status import JobPhase, ReplicaPhase
-from tests.support.helpers import cli, log_lines, no_process_left_behind, status_of  # noqa: F401 (fixture)
+from tests.support.helpers import cli, log_lines, make_job, no_process_left_behind, status_of  # noqa: F401 (fixture)
 from tests.support.kubelet import kubelet_env, main_container, pod_templates, run_container
 from tests.support.manifest_schemas import assert_valid
 
@@ -53,8 +53,7 @@ def pytorchjob(command: list[str] | None, *, nproc: str | None = None, elastic: 
 
 
 def job_of(spec: dict[str, Any]) -> TrainJob:
-    return from_dict({"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
-                      "spec": {"image": "trainer:1", **spec}})
+    return make_job(spec, "t", image="trainer:1")
 
 
 def engine(flavor: str, index: int) -> dict[str, str]:

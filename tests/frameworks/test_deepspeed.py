@@ -22,7 +22,8 @@ from kubetrain.frameworks.deepspeed import NODE_LAUNCH
 from kubetrain.jobspec import SpecError
 from kubetrain.plan import Plan, plan, replica_counts
 from tests.kubernetes.render.test_env import DUMP_ENV, check_parity, engine_env, sys_executable
-from tests.support.kubelet import kubelet_env, main_container, make_job, pod_templates, run_container
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, kubelet_env, main_container, pod_templates, run_container
 from tests.support.manifest_schemas import assert_valid
 from tests.support.render import render
 
@@ -31,7 +32,7 @@ PROGRAM = {"python": ["train.py", "--deepspeed_config", "ds.json"]}
 
 
 def local_plan(spec: dict[str, Any], files_dir: str = "/files") -> Plan:
-    job = make_job(spec)
+    job = make_job(spec, "demo", image=IMAGE)
     return plan(job, local_topology(replica_counts(job.spec), PORTS), name="demo", files_dir=files_dir)
 
 
@@ -54,7 +55,7 @@ def test_locally_each_replica_starts_its_ranks_with_the_torch_contract() -> None
 
 
 def test_kubernetes_pods_of_one_process_run_the_program_itself() -> None:
-    job = make_job({"framework": "deepspeed", "replicas": 2, "localRank": True, "run": PROGRAM})
+    job = make_job({"framework": "deepspeed", "replicas": 2, "localRank": True, "run": PROGRAM}, "demo", image=IMAGE)
     container = main_container(pod_templates(render(job, "jobset"))["worker"])
     assert container["args"] == ["python", "train.py", "--deepspeed_config", "ds.json", "--local_rank=0"]
 
@@ -66,7 +67,7 @@ SEVERAL = {"framework": "deepspeed", "replicas": 2, "procsPerReplica": 2, "local
 def test_a_pod_of_several_processes_runs_the_deepspeed_launcher_for_its_node() -> None:
     """Not torchrun (which passes no --local_rank): `deepspeed --no_ssh --node_rank=$NODE_RANK` over the
     hostfile, whose lines are the pods; argv the same for every pod."""
-    rendered = render_manifests(make_job(SEVERAL), "job")
+    rendered = render_manifests(make_job(SEVERAL, "demo", image=IMAGE), "job")
     container = main_container(pod_templates(rendered.objects)["worker"])
     assert container["args"] == [
         "/bin/sh", "-c", NODE_LAUNCH.replace("$", "$$"), "deepspeed", "--no_ssh", "--hostfile=/etc/kubetrain/hostfile",
@@ -84,7 +85,7 @@ def test_a_pod_of_several_processes_runs_the_deepspeed_launcher_for_its_node() -
 def test_the_node_launch_gets_its_replicas_node_rank_in_every_flavor(flavor: str, tmp_path: Path) -> None:
     """Each pod run as the kubelet would: the env is the local plan's (check_parity), and `deepspeed` (a
     stand-in on PATH that reports what it was given) gets `--node_rank=<the replica's index>`."""
-    job = make_job({**SEVERAL, "localRank": False})
+    job = make_job({**SEVERAL, "localRank": False}, "demo", image=IMAGE)
     assert check_parity(job, flavor, tmp_path=tmp_path) == 2
     fake = tmp_path / "deepspeed"
     fake.write_text(f"#!/bin/sh\nexec {sys_executable()} -c \"{DUMP_ENV}\" \"$@\"\n")
@@ -105,7 +106,7 @@ def test_the_node_launch_gets_its_replicas_node_rank_in_every_flavor(flavor: str
 
 def test_elastic_jobs_keep_torchrun_elastic_agent() -> None:
     job = make_job({"framework": "deepspeed", "replicas": 2, "procsPerReplica": 2, "run": PROGRAM,
-                    "elastic": {"minReplicas": 1, "maxReplicas": 3}})
+                    "elastic": {"minReplicas": 1, "maxReplicas": 3}}, "demo", image=IMAGE)
     container = main_container(pod_templates(render(job, "job"))["worker"])
     assert container["args"][:3] == ["python", "-m", "torch.distributed.run"]
 
@@ -166,7 +167,7 @@ def test_a_launcher_with_its_own_command_runs_it() -> None:
 
 @pytest.mark.parametrize("flavor", list(FLAVORS))
 def test_kubernetes_refuses_the_launcher_role_it_would_need_ssh_for(flavor: str) -> None:
-    job = make_job(LAUNCHED)
+    job = make_job(LAUNCHED, "demo", image=IMAGE)
     with pytest.raises(SpecError) as info:
         render(job, flavor)
     assert "spec.roles.launcher" in info.value.paths
@@ -175,14 +176,15 @@ def test_kubernetes_refuses_the_launcher_role_it_would_need_ssh_for(flavor: str)
 
 
 def test_elastic_takes_no_launcher_role() -> None:
-    job = make_job({**LAUNCHED, "elastic": {"minReplicas": 1, "maxReplicas": 3}})
+    job = make_job({**LAUNCHED, "elastic": {"minReplicas": 1, "maxReplicas": 3}}, "demo", image=IMAGE)
     with pytest.raises(SpecError) as info:
         plan(job)
     assert info.value.paths == ["spec.roles.launcher"]
 
 
 def test_a_launcher_needs_workers() -> None:
-    job = make_job({"framework": "deepspeed", "run": {"python": ["t.py"]}, "roles": {"launcher": {}}})
+    job = make_job({"framework": "deepspeed", "run": {"python": ["t.py"]}, "roles": {"launcher": {}}},
+                   "demo", image=IMAGE)
     with pytest.raises(SpecError) as info:
         plan(job)
     assert info.value.paths == ["spec.roles"]

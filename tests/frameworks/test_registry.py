@@ -13,7 +13,8 @@ from kubetrain.frameworks import FRAMEWORKS, support_of
 from kubetrain.jobspec import Framework
 from kubetrain.jobspec.frameworks import ROLES
 from kubetrain.plan import plan, replica_counts
-from tests.support.kubelet import make_job
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE
 
 ROOT = Path(__file__).resolve().parents[2] / "kubetrain"
 
@@ -42,7 +43,7 @@ def test_every_framework_plans_its_contract(framework: Framework) -> None:
         spec["roles"] = {"worker": {"replicas": 2}}
     else:
         spec["replicas"] = 2
-    job = make_job(spec)
+    job = make_job(spec, image=IMAGE)
     the_plan = plan(job)
     counts = replica_counts(job.spec)
     support = FRAMEWORKS[framework]

@@ -13,6 +13,7 @@ from kubetrain.cli.main import main
 from kubetrain.jobspec import SpecError, TrainJob, from_dict, load_text
 from kubetrain.jobspec.pod_template import MAIN_CONTAINER_NAMES, main_container_index, relaxations
 from kubetrain.plan import plan, settings_for
+from tests.support.helpers import make_job
 
 TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"team": "vision"}, "annotations": {"example.com/owner": "ml"}},
@@ -34,9 +35,7 @@ TEMPLATE: dict[str, Any] = {
 
 
 def job(spec: dict[str, Any]) -> TrainJob:
-    return from_dict(
-        {"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": "demo"}, "spec": spec}
-    )
+    return make_job(spec, "demo")
 
 
 def errors_of(template: Any, **spec: Any) -> SpecError:

@@ -24,7 +24,8 @@ import pytest
 
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.kubernetes.ssh_keys import fill_ssh_secrets
-from tests.support.kubelet import make_job, pod_templates
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, pod_templates
 from tests.support.pods import TEST_USER, ClusterPlan, PodPlan, pod_plan, run_cluster
 
 ENGINE_INDEX = {"job": ("JOB_COMPLETION_INDEX",), "jobset": ("JOB_COMPLETION_INDEX",),
@@ -63,7 +64,8 @@ def _requirements() -> None:
 
 def mpi_job(**spec: Any) -> Any:
     env = {"FOO": "from-the-job", **spec.pop("env", {})}
-    return make_job({"framework": "mpi", "replicas": 2, "run": {"exec": [PYTHON, "-c", RANKS]}, "env": env, **spec})
+    return make_job({"framework": "mpi", "replicas": 2, "run": {"exec": [PYTHON, "-c", RANKS]}, "env": env, **spec},
+                    "demo", image=IMAGE)
 
 
 def cluster_plan(job: Any, flavor: str, tmp_path: Path, *, launcher_first: bool = False,

@@ -39,7 +39,7 @@ from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an au
 
 def job_of(spec: dict[str, Any], name: str = "job") -> TrainJob:
     """A job that both backends can run (Kubernetes needs an image)."""
-    return make_job({"image": "python:3.11", **spec}, name)
+    return make_job(spec, name, image="python:3.11")
 
 
 def process_envs(p: Plan) -> list[dict[str, str]]:

@@ -119,8 +119,14 @@ def job_file(directory: Path, spec: dict[str, Any], name: str = "job", file: str
     return path
 
 
-def make_job(spec: dict[str, Any], name: str = "job") -> TrainJob:
-    return from_dict(document(spec, name))
+def make_job(spec: dict[str, Any], name: str = "job", *, image: str | None = None, **metadata: Any) -> TrainJob:
+    """A TrainJob from its spec; `image` is the spec's image unless the spec names one (Kubernetes needs one, a
+    local run does not), `metadata` the rest of its metadata beside the name (labels, annotations)."""
+    if image is not None:
+        spec = {"image": image, **spec}
+    doc = document(spec, name)
+    doc["metadata"].update(metadata)
+    return from_dict(doc)
 
 
 def exec_job(argv: list[str], name: str = "job", replicas: int = 1) -> TrainJob:

@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kubetrain.jobspec import TrainJob, from_dict
-
 Manifest = dict[str, Any]
 
 SHELLS = [s for s in ("dash", "bash", "busybox") if shutil.which(s)]
@@ -31,10 +29,8 @@ _KUBE_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 DUMP = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}))"
 
 
-def make_job(spec: dict[str, Any], name: str = "demo", **metadata: Any) -> TrainJob:
-    spec = {"image": "registry.example.com/train:1", **spec}
-    return from_dict({"apiVersion": "kubetrain.dev/v1alpha1", "kind": "TrainJob",
-                      "metadata": {"name": name, **metadata}, "spec": spec})
+IMAGE = "registry.example.com/train:1"
+"""The image a rendered job names (never pulled: the pods run in a real shell here, see `run_container`)."""
 
 
 def pod_templates(objects: list[Manifest]) -> dict[str, Manifest]:

@@ -20,13 +20,14 @@ from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.frameworks import resolve
 from kubetrain.jobspec import TrainJob
 from kubetrain.plan import plan
+from tests.support.helpers import make_job
 from tests.support.kubelet import (
+    IMAGE,
     SHELL_NOISE,
     SHELLS,
     expand,
     kubelet_env,
     main_container,
-    make_job,
     mounted_volumes,
     pod_templates,
     run_container,
@@ -164,14 +165,14 @@ DUMP_ENV = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env':
 
 @pytest.mark.parametrize(("name", "flavor"), [(n, f) for n in SPECS for f in FLAVORS_OF[n]])
 def test_every_replica_sees_the_local_env(name: str, flavor: str, tmp_path: Path) -> None:
-    job = make_job(SPECS[name])
+    job = make_job(SPECS[name], "demo", image=IMAGE)
     assert check_parity(job, flavor, tmp_path=tmp_path) == sum(job.spec.role_replicas().values()) + (
         1 if name == "mpi" else 0)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_same_env_in_every_posix_shell(shell: str, tmp_path: Path) -> None:
-    job = make_job(SPECS["tensorflow"])
+    job = make_job(SPECS["tensorflow"], "demo", image=IMAGE)
     assert check_parity(job, "jobset", shell=shell, tmp_path=tmp_path) == 7
 
 
@@ -188,7 +189,7 @@ def test_user_env_wins_and_refers_to_per_replica_values(tmp_path: Path) -> None:
             {"name": "UNKNOWN", "value": "$(NOPE)-$(RANK)"},
             {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         ],
-    })
+    }, "demo", image=IMAGE)
     for flavor in ("job", "kubeflow"):
         assert check_parity(job, flavor, tmp_path=tmp_path) == 3
 
@@ -198,7 +199,7 @@ def test_hostile_text_is_never_run(tmp_path: Path) -> None:
     canary = tmp_path / "pwned"
     evil = f"$(touch {canary}) `touch {canary}` ; touch {canary} ' \" \\ \n $HOME"
     job = make_job({"framework": "generic", "replicas": 2, "run": {"exec": ["/bin/echo", evil, "'", ""]},
-                    "env": {"EVIL": evil, "EVIL_REF": f"{evil}$(KUBETRAIN_REPLICA_INDEX)"}})
+                    "env": {"EVIL": evil, "EVIL_REF": f"{evil}$(KUBETRAIN_REPLICA_INDEX)"}}, "demo", image=IMAGE)
     for flavor in ("job", "jobset", "volcano"):
         assert check_parity(job, flavor, tmp_path=tmp_path) == 2
     assert not canary.exists()
@@ -211,7 +212,7 @@ def test_argv_arrives_as_given_although_the_kubelet_expands_args(tmp_path: Path)
     """`$(X)`, `$$(X)` and `$$5` in the program's argv are the user's text: the kubelet must not expand
     them (it would give `xval`, `$(X)`, `$5`). The local run is the reference."""
     job = make_job({"framework": "pytorch", "replicas": 2, "env": {"X": "xval"},
-                    "run": {"python": ["pr.py", "$(X)", "$$(X)", "cost $$5", "$(RANK)", "$"]}})
+                    "run": {"python": ["pr.py", "$(X)", "$$(X)", "cost $$5", "$(RANK)", "$"]}}, "demo", image=IMAGE)
     for flavor in ALL_FLAVORS:
         assert check_parity(job, flavor, tmp_path=tmp_path) == 2
 
@@ -221,7 +222,7 @@ def test_a_later_variable_with_a_quote_does_not_break_the_start_up_script(tmp_pa
     used to substitute LATER's value (with its `'`) into the start-up script: `Unterminated quoted string`."""
     job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py"]},
                     "env": [{"name": "AB_C", "value": "tag-$(RANK)-$(LATER)"},
-                            {"name": "LATER", "value": "it's later"}]})
+                            {"name": "LATER", "value": "it's later"}]}, "demo", image=IMAGE)
     for flavor in ALL_FLAVORS:
         assert check_parity(job, flavor, tmp_path=tmp_path) == 2
 
@@ -235,7 +236,7 @@ def test_a_secret_value_is_never_run_as_shell(flavor: str, tmp_path: Path) -> No
     job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py", "$(DB_PASSWORD)"]},
                     "env": [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
                             {"name": "AB_C", "value": "literal $$(DB_PASSWORD) for rank $(RANK)"},
-                            {"name": "PLAIN", "value": "pw=$(DB_PASSWORD)"}]})
+                            {"name": "PLAIN", "value": "pw=$(DB_PASSWORD)"}]}, "demo", image=IMAGE)
     rendered = render_manifests(job, flavor)
     for role, template in pod_templates(rendered.objects).items():
         container = main_container(template)
@@ -256,7 +257,7 @@ def test_a_secret_value_is_never_run_as_shell(flavor: str, tmp_path: Path) -> No
 def test_git_sync_arguments_are_not_expanded() -> None:
     job = make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["true"]},
                     "mounts": [{"type": "gitSync", "repository": "https://example.com/$(GITSYNC_PASSWORD).git",
-                                "dst": "/src", "passwordSecret": "git"}]})
+                                "dst": "/src", "passwordSecret": "git"}]}, "demo", image=IMAGE)
     template = pod_templates(render_manifests(job, "job").objects)["worker"]
     init = template["spec"]["initContainers"][0]
     env = {"GITSYNC_PASSWORD": "hunter2"}
@@ -265,7 +266,7 @@ def test_git_sync_arguments_are_not_expanded() -> None:
 
 
 def test_a_bad_index_fails_loudly() -> None:
-    job = make_job(SPECS["pytorch"])
+    job = make_job(SPECS["pytorch"], "demo", image=IMAGE)
     container = main_container(pod_templates(render_manifests(job, "job").objects)["worker"])
     for bad in ("", "1; touch x", "-1", "1.5"):
         env = kubelet_env(container, {}, {"JOB_COMPLETION_INDEX": bad})
@@ -276,7 +277,7 @@ def test_a_bad_index_fails_loudly() -> None:
 
 def test_addresses_of_a_thousand_replicas_are_generated_in_the_pod(tmp_path: Path) -> None:
     job = make_job({"framework": "tensorflow", "roles": {"chief": {}, "worker": {"replicas": 1000}},
-                    "run": {"python": ["train.py"]}})
+                    "run": {"python": ["train.py"]}}, "demo", image=IMAGE)
     rendered = render_manifests(job, "job")
     assert rendered.topology is not None
     local = plan(job, rendered.topology, name="demo", launcher_procs=False)
@@ -292,7 +293,7 @@ def test_addresses_of_a_thousand_replicas_are_generated_in_the_pod(tmp_path: Pat
 
 def test_debug_mode_holds_the_program_and_writes_a_runnable_script(tmp_path: Path) -> None:
     job = make_job({"framework": "pytorch", "replicas": 2, "runMode": "Debug",
-                    "run": {"python": ["train.py", "it's", "$(x)"]}})
+                    "run": {"python": ["train.py", "it's", "$(x)"]}}, "demo", image=IMAGE)
     container = main_container(pod_templates(render_manifests(job, "job").objects)["worker"])
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert "/var/run/kubetrain" in mounts
@@ -314,7 +315,7 @@ def test_debug_mode_holds_the_program_and_writes_a_runnable_script(tmp_path: Pat
 
 def test_expanded_arguments_are_each_replicas_own() -> None:
     """run.expandEnv, spelled out for one replica (the parity test above holds every flavor to it)."""
-    job = make_job(SPECS["generic-expand-env"])
+    job = make_job(SPECS["generic-expand-env"], "demo", image=IMAGE)
     record = LaunchRecord.from_plan(plan(job, name="sweep"))
     argv = record.replica("worker", 2).processes[0].argv
     assert list(argv) == ["./trial", "--id=sweep-2", "--out", "/ckpt/2/x", "--cost=$(5)", "$(NOT_SET)", "it's $HOME"]

@@ -19,7 +19,8 @@ from kubetrain.backends.parity.observe import observe_flavor
 from kubetrain.jobspec import TrainJob, from_dict, load_file
 from kubetrain.plan import plan, replica_counts
 from tests.kubernetes.render.test_env import check_parity, engine_env
-from tests.support.kubelet import kubelet_env, main_container, make_job, pod_templates, run_container
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, kubelet_env, main_container, pod_templates, run_container
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 JOB_FILES = sorted(EXAMPLES.glob("*/job.yaml"))
@@ -106,7 +107,8 @@ def test_hostile_argv_and_env_arrive_literally(flavor: str, tmp_path: Path) -> N
     texts = [t.replace("{canary}", str(canary)) for t in HOSTILE]
     env = [{"name": f"PLAIN_{i}", "value": text} for i, text in enumerate(texts)]
     env += [{"name": f"PER_REPLICA_{i}", "value": f"{text}@$(RANK)"} for i, text in enumerate(texts)]
-    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py", *texts]}, "env": env})
+    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py", *texts]}, "env": env},
+                   image=IMAGE)
     assert check_parity(job, flavor, tmp_path=tmp_path) == 2
     assert not canary.exists()
 
@@ -120,7 +122,7 @@ def test_hostile_secret_values_arrive_literally(flavor: str, tmp_path: Path) -> 
     job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["train.py", "$(TOKEN)", "$$(TOKEN)"]},
                     "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "token"}}},
                             {"name": "REF", "value": "token=$(TOKEN)"},
-                            {"name": "PER_REPLICA", "value": "$(TOKEN)/$(RANK)"}]})
+                            {"name": "PER_REPLICA", "value": "$(TOKEN)/$(RANK)"}]}, image=IMAGE)
     rendered = render_manifests(job, flavor)
     for role, template in pod_templates(rendered.objects).items():
         container = main_container(template)

@@ -9,7 +9,8 @@ from kube_emulator.validation import check_pod_spec
 
 from kubetrain.backends.kubernetes.render import FLAVORS, render_manifests
 from kubetrain.jobspec import DistributedConfig, SpecError
-from tests.support.kubelet import main_container, make_job, pod_specs, pod_templates
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, main_container, pod_specs, pod_templates
 from tests.support.manifest_schemas import assert_valid
 from tests.support.render import render
 
@@ -19,7 +20,7 @@ Manifest = dict[str, Any]
 def job_with(flavor: str = "job", **spec: Any) -> list[Manifest]:
     base: dict[str, Any] = {"framework": "generic", "roles": {"worker": {"replicas": 2}},
                             "run": {"exec": ["./train"]}}
-    objects = render(make_job({**base, **spec}), flavor)
+    objects = render(make_job({**base, **spec}, image=IMAGE), flavor)
     assert_valid(objects)
     return objects
 
@@ -32,7 +33,7 @@ def refusal(flavor: str, **spec: Any) -> SpecError:
     base: dict[str, Any] = {"framework": "generic", "roles": {"worker": {"replicas": 2}},
                             "run": {"exec": ["./train"]}}
     with pytest.raises(SpecError) as info:
-        render(make_job({**base, **spec}), flavor)
+        render(make_job({**base, **spec}, image=IMAGE), flavor)
     return info.value
 
 
@@ -132,7 +133,8 @@ def test_extended_resources_and_huge_pages_need_a_limit_equal_to_the_request(
 
 def test_a_fraction_assigned_after_validation_is_still_refused() -> None:
     """Python objects are not revalidated on assignment; the renderer checks what it is about to write."""
-    job = make_job({"framework": "generic", "roles": {"worker": {"replicas": 2}}, "run": {"exec": ["./train"]}})
+    job = make_job({"framework": "generic", "roles": {"worker": {"replicas": 2}}, "run": {"exec": ["./train"]}},
+                   image=IMAGE)
     assert job.spec.roles is not None
     job.spec.roles["worker"].limits = {"nvidia.com/gpu": "0.5"}
     with pytest.raises(SpecError) as info:
@@ -145,7 +147,7 @@ def test_a_fraction_assigned_after_validation_is_still_refused() -> None:
 
 def test_a_distributed_config_cannot_overcommit_an_extended_resource() -> None:
     job = make_job({"framework": "generic", "replicas": 2, "run": {"exec": ["./train"]},
-                    "resources": {"gpu": 2}})
+                    "resources": {"gpu": 2}}, image=IMAGE)
     with pytest.raises(SpecError) as info:
         render(job, "job", config=DistributedConfig(requests={"nvidia.com/gpu": 1}))
     assert info.value.paths == ['spec.requests."nvidia.com/gpu"']
@@ -177,7 +179,7 @@ AGREEMENT = [
 def test_render_and_the_api_emulator_agree_on_container_resources(raw: dict[str, Any], accepted: bool) -> None:
     base: dict[str, Any] = {"framework": "generic", "replicas": 2, "run": {"exec": ["./train"]}}
     try:
-        objects: list[Manifest] | None = render(make_job({**base, **raw}), "job")
+        objects: list[Manifest] | None = render(make_job({**base, **raw}, image=IMAGE), "job")
     except SpecError:
         objects = None
     assert (objects is not None) == accepted
@@ -244,7 +246,7 @@ def test_every_mount_type_but_s3() -> None:
 
 def test_device_mounts_make_the_pod_privileged_and_say_so() -> None:
     rendered = render_manifests(make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["x"]},
-                                          "mounts": ["type=device,src=/dev/fuse"]}))
+                                          "mounts": ["type=device,src=/dev/fuse"]}, image=IMAGE))
     c = main_container(pod_templates(rendered.objects)["worker"])
     assert c["securityContext"] == {"privileged": True, "allowPrivilegeEscalation": True}
     assert {"name": "mount-0", "mountPath": "/dev/fuse"} in c["volumeMounts"]
@@ -294,7 +296,7 @@ def test_security_fields() -> None:
 
 def test_run_as_user_takes_the_submitters_ids_and_sys_admin_needs_escalation() -> None:
     job = make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["x"]},
-                    "security": {"runAsUser": True, "capabilities": ["SYS_ADMIN"]}})
+                    "security": {"runAsUser": True, "capabilities": ["SYS_ADMIN"]}}, image=IMAGE)
     rendered = render_manifests(job, uid=1234, gid=99, api_access=True)
     spec = pod_specs(rendered.objects)[0]
     assert spec["securityContext"]["runAsUser"] == 1234 and spec["securityContext"]["runAsGroup"] == 99
@@ -323,11 +325,12 @@ def test_image_is_required_for_each_role() -> None:
 
 def test_several_processes_per_pod_are_refused_for_jax() -> None:
     with pytest.raises(SpecError) as info:
-        render(make_job({"framework": "jax", "replicas": 2, "procsPerReplica": 2, "run": {"python": ["t.py"]}}))
+        render(make_job({"framework": "jax", "replicas": 2, "procsPerReplica": 2, "run": {"python": ["t.py"]}},
+                        image=IMAGE))
     assert info.value.paths == ["spec.procsPerReplica"]
     # torch-based frameworks run one torchrun per pod instead.
     torch = render(make_job({"framework": "pytorch", "replicas": 2, "procsPerReplica": 2,
-                             "run": {"python": ["t.py"]}}))
+                             "run": {"python": ["t.py"]}}, image=IMAGE))
     assert main_container(pod_templates(torch)["worker"])["args"][:3] == ["python", "-m", "torch.distributed.run"]
 
 
@@ -336,13 +339,13 @@ def test_user_labels_cannot_redefine_kubetrains() -> None:
     assert error.paths == ['spec.labels."kubetrain.dev/role"']
     with pytest.raises(SpecError) as info:
         render(make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["x"]}},
-                        labels={"app.kubernetes.io/managed-by": "helm"}))
+                        labels={"app.kubernetes.io/managed-by": "helm"}, image=IMAGE))
     assert info.value.paths == ['metadata.labels."app.kubernetes.io/managed-by"']
 
 
 def test_index_label_only_where_the_index_is_known() -> None:
     templates = pod_templates(render(make_job({"framework": "pytorch", "roles": {"master": {}, "worker": {
-        "replicas": 2}}, "run": {"python": ["t.py"]}})))
+        "replicas": 2}}, "run": {"python": ["t.py"]}}, image=IMAGE)))
     assert templates["master"]["metadata"]["labels"]["kubetrain.dev/replica-index"] == "0"
     assert "kubetrain.dev/replica-index" not in templates["worker"]["metadata"]["labels"]
 
@@ -367,7 +370,7 @@ def test_node_pools_are_ordered_preferences_beside_the_users_affinity() -> None:
 @pytest.mark.parametrize("flavor", ["job", "jobset", "kubeflow"])
 def test_queue_is_kueues_label_where_kueue_admits(flavor: str) -> None:
     objects = render(make_job({"framework": "pytorch", "roles": {"master": {}, "worker": {"replicas": 2}},
-                               "run": {"python": ["t.py"]}, "scheduling": {"queue": "team-a"}}), flavor)
+                               "run": {"python": ["t.py"]}, "scheduling": {"queue": "team-a"}}, image=IMAGE), flavor)
     workloads = [o for o in objects if o["kind"] not in ("Service", "ConfigMap")]
     assert workloads and all(o["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a" for o in workloads)
 
@@ -385,7 +388,8 @@ def test_gang_scheduling_per_flavor() -> None:
     assert job_with("volcano", scheduling={"gang": False})[0]["spec"]["minAvailable"] == 1
     assert job_with("volcano")[0]["spec"]["minAvailable"] == 2
     tf = render(make_job({"framework": "tensorflow", "roles": {"worker": {"replicas": 3}}, "run": {"python": ["t"]},
-                          "scheduling": {"minAvailable": 2, "queue": "q", "priorityClass": "p"}}), "kubeflow")
+                          "scheduling": {"minAvailable": 2, "queue": "q", "priorityClass": "p"}},
+                         image=IMAGE), "kubeflow")
     assert tf[0]["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "q", "priorityClass": "p"}
 
 
@@ -442,7 +446,7 @@ RESTARTS = {
 
 def pytorch_job(flavor: str, config: DistributedConfig | None = None, **spec: Any) -> list[Manifest]:
     base: dict[str, Any] = {"framework": "pytorch", "replicas": 2, "run": {"python": ["t.py"]}}
-    objects = render_manifests(make_job({**base, **spec}), flavor, config=config).objects
+    objects = render_manifests(make_job({**base, **spec}, image=IMAGE), flavor, config=config).objects
     assert_valid(objects)
     return objects
 
@@ -549,12 +553,12 @@ def test_kubeflow_refusals_and_policies() -> None:
     base = {"framework": "pytorch", "replicas": 2, "run": {"python": ["t.py"]}}
     with pytest.raises(SpecError) as info:
         render(make_job({**base, "restartPolicy": "ExitCode", "exitCodes": {"permanent": [200]},
-                         "scheduling": {"terminateAfterPreemption": True}}), "kubeflow")
+                         "scheduling": {"terminateAfterPreemption": True}}, image=IMAGE), "kubeflow")
     assert info.value.paths == ["spec.exitCodes", "spec.scheduling.terminateAfterPreemption"]
     objects = render(make_job({**base, "restartPolicy": "OnFailure", "runMode": "Pause",
                                "runPolicy": {"backoffLimit": 1, "activeDeadlineSeconds": 10,
                                              "ttlSecondsAfterFinished": 3, "cleanPodPolicy": "None"},
-                               "elastic": {"minReplicas": 1, "maxReplicas": 3}}), "kubeflow")
+                               "elastic": {"minReplicas": 1, "maxReplicas": 3}}, image=IMAGE), "kubeflow")
     assert_valid(objects)
     spec = objects[0]["spec"]
     assert spec["runPolicy"] == {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": 3,
@@ -579,7 +583,7 @@ def test_indexed_jobs_stop_at_a_hundred_thousand_replicas(flavor: str) -> None:
 
 
 def test_hosting_replicas_serve_ssh_or_wait_unless_their_role_names_a_program() -> None:
-    job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})
+    job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}}, image=IMAGE)
     serving = pod_templates(render(job))
     assert main_container(serving["worker"])["args"] == ["/usr/sbin/sshd", "-De", "-f", "/etc/kubetrain/sshd_config"]
     # The training operator's MPIJob v1 reaches its workers with kubectl exec: they wait.
@@ -588,16 +592,18 @@ def test_hosting_replicas_serve_ssh_or_wait_unless_their_role_names_a_program() 
     assert "args" not in c and "exec sleep 2147483647" in c["command"][2]
     sshd = pod_templates(render(make_job({
         "framework": "mpi", "run": {"python": ["a.py"]},
-        "roles": {"launcher": {}, "worker": {"replicas": 2, "run": {"exec": ["/usr/sbin/sshd", "-De"]}}}})))
+        "roles": {"launcher": {}, "worker": {"replicas": 2, "run": {"exec": ["/usr/sbin/sshd", "-De"]}}}},
+                                         image=IMAGE)))
     assert main_container(sshd["worker"])["args"] == ["/usr/sbin/sshd", "-De"]
     assert main_container(sshd["launcher"])["args"][0] == "mpirun"
 
 
 def test_elastic_start_size_must_be_the_worker_replicas() -> None:
     spec = {"framework": "pytorch", "replicas": 3, "run": {"python": ["t.py"]}}
-    assert render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}}))
+    assert render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 3}},
+                           image=IMAGE))
     with pytest.raises(SpecError) as info:
-        render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2}}))
+        render(make_job({**spec, "elastic": {"minReplicas": 2, "maxReplicas": 4, "expectedReplicas": 2}}, image=IMAGE))
     assert info.value.paths == ["spec.elastic.expectedReplicas"]
 
 

@@ -18,13 +18,13 @@ from kubetrain.backends.kubernetes.render import (
 )
 from kubetrain.contract.naming import is_dns1035_label, is_dns_label
 from kubetrain.jobspec import DistributedConfig, SpecError, TrainJob, load_file
-from tests.support.kubelet import main_container, make_job, pod_specs, pod_templates
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, main_container, pod_specs, pod_templates
 from tests.support.manifest_schemas import assert_valid, validate_manifest
 from tests.support.render import render
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/job.yaml"))
-IMAGE = "registry.example.com/train:1"
 
 # all-fields shows in comments the fields no flavor expresses (docs/parity.md), so it renders for jobset;
 # these put them back, as the example had them.
@@ -148,7 +148,7 @@ def assert_semantics(job: TrainJob, rendered: Rendered) -> None:
 
 def test_job_flavor_layout() -> None:
     job = make_job({"framework": "pytorch", "roles": {"master": {}, "worker": {"replicas": 4}},
-                    "run": {"python": ["train.py"]}}, name="2024-run")
+                    "run": {"python": ["train.py"]}}, name="2024-run", image=IMAGE)
     objects = render(job, "job", "ml")
     assert [(o["kind"], o["metadata"]["name"]) for o in objects][:3] == [
         ("Job", "2024-run-master"), ("Service", objects[1]["metadata"]["name"]), ("Job", "2024-run-worker")]
@@ -169,7 +169,7 @@ def test_job_flavor_layout() -> None:
 def test_long_names_are_shortened_with_a_hash_so_every_hostname_fits() -> None:
     long = "a" * 63
     job = make_job({"framework": "generic", "roles": {"r" * 40: {"replicas": 100_000}},
-                    "run": {"exec": ["x"]}}, name=long)
+                    "run": {"exec": ["x"]}}, name=long, image=IMAGE)
     for flavor in ("job", "jobset", "volcano"):
         rendered = render_manifests(job, flavor)
         assert rendered.topology is not None
@@ -179,14 +179,14 @@ def test_long_names_are_shortened_with_a_hash_so_every_hostname_fits() -> None:
         assert root != long and is_dns_label(root)
         assert rendered.root["metadata"]["labels"]["kubetrain.dev/job"] == long  # the label keeps the name
     other = make_job({"framework": "generic", "roles": {"r" * 40: {}}, "run": {"exec": ["x"]}},
-                     name="a" * 62 + "b")
+                     name="a" * 62 + "b", image=IMAGE)
     assert render(other, "job")[0]["metadata"]["name"] != render(job, "job")[0]["metadata"]["name"]
 
 
 def test_jobset_flavor_layout() -> None:
     job = make_job({"framework": "tensorflow", "roles": {"chief": {}, "worker": {"replicas": 3}},
                     "run": {"python": ["t.py"]}, "restartPolicy": "OnFailure", "runPolicy": {"backoffLimit": 2},
-                    "scheduling": {"queue": "team-a", "gang": True}})
+                    "scheduling": {"queue": "team-a", "gang": True}}, "demo", image=IMAGE)
     (jobset,) = render(job, "jobset")
     spec = jobset["spec"]
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
@@ -200,7 +200,7 @@ def test_jobset_flavor_layout() -> None:
 
 
 def test_jobset_starts_a_launcher_after_its_hosts_and_ends_with_it() -> None:
-    job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}})
+    job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]}}, "demo", image=IMAGE)
     (jobset, configmap, secret) = render(job, "jobset")
     assert secret["kind"] == "Secret"  # the job's ssh keys (tests/kubernetes/test_mpi_ssh.py)
     jobs = jobset["spec"]["replicatedJobs"]
@@ -213,7 +213,7 @@ def test_jobset_starts_a_launcher_after_its_hosts_and_ends_with_it() -> None:
 
 def test_volcano_flavor_layout() -> None:
     job = make_job({"framework": "mpi", "replicas": 2, "procsPerReplica": 4, "run": {"python": ["a.py"]},
-                    "scheduling": {"queue": "research", "priorityClass": "high"}})
+                    "scheduling": {"queue": "research", "priorityClass": "high"}}, "demo", image=IMAGE)
     (vcjob, configmap, secret) = render(job, "volcano")
     spec = vcjob["spec"]
     assert spec["schedulerName"] == "volcano" and spec["queue"] == "research"
@@ -241,7 +241,8 @@ def test_kubeflow_kind_by_framework(framework: str, kind: str, types: set[str], 
              "tensorflow": {"chief": {}, "worker": {"replicas": 2}, "ps": {}},
              "mpi": {"worker": {"replicas": 2}}, "jax": {"worker": {"replicas": 2}}}[framework]
     job = make_job({"framework": framework, "roles": roles, "run": {"python": ["t.py"]}, "procsPerReplica": 1,
-                    "restartPolicy": "ExitCode", "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "All"}})
+                    "restartPolicy": "ExitCode", "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "All"}},
+                   "demo", image=IMAGE)
     objects = render(job, "kubeflow")
     assert_valid(objects)
     root = objects[0]
@@ -266,12 +267,12 @@ def test_kubeflow_kind_by_framework(framework: str, kind: str, types: set[str], 
 
 
 def test_kubeflow_refuses_what_it_has_no_kind_for() -> None:
-    generic = make_job({"framework": "generic", "replicas": 2, "run": {"exec": ["x"]}})
+    generic = make_job({"framework": "generic", "replicas": 2, "run": {"exec": ["x"]}}, "demo", image=IMAGE)
     with pytest.raises(SpecError, match=r"spec.framework: framework generic: the kubeflow flavor cannot express "
                                         r"it; flavors that can express it: job, jobset, volcano"):
         render(generic, "kubeflow")
     launcher = make_job({"framework": "deepspeed", "roles": {"launcher": {}, "worker": {"replicas": 2}},
-                         "run": {"python": ["t.py"]}})
+                         "run": {"python": ["t.py"]}}, "demo", image=IMAGE)
     # A launcher role reaches other pods only by ssh, which kubetrain's pods do not serve: every flavor
     # refuses it, with the hint to let each worker start its own node.
     for flavor in FLAVORS:
@@ -282,7 +283,7 @@ def test_kubeflow_refuses_what_it_has_no_kind_for() -> None:
 
 def test_root_owns_everything_else() -> None:
     job = make_job({"framework": "mpi", "replicas": 2, "run": {"python": ["a.py"]},
-                    "ports": [{"container": 6006, "serviceType": "NodePort", "name": "tb"}]})
+                    "ports": [{"container": 6006, "serviceType": "NodePort", "name": "tb"}]}, "demo", image=IMAGE)
     for flavor in FLAVORS:
         rendered = render_manifests(job, flavor)
         owned = rendered.with_owner("0b3c-uid")
@@ -302,7 +303,7 @@ def test_root_owns_everything_else() -> None:
 def test_ports_become_services_per_role_and_type() -> None:
     job = make_job({"framework": "generic", "roles": {"board": {}}, "run": {"exec": ["x"]},
                     "ports": [{"container": 6006, "external": 80, "name": "tb"},
-                              {"container": 8080, "serviceType": "LoadBalancer"}]})
+                              {"container": 8080, "serviceType": "LoadBalancer"}]}, "demo", image=IMAGE)
     services = [o for o in render(job, "job") if o["kind"] == "Service" and o["spec"].get("type")]
     assert [(s["spec"]["type"], s["spec"]["ports"]) for s in services] == [
         ("ClusterIP", [{"name": "tb", "port": 80, "targetPort": 6006, "protocol": "TCP"}]),
@@ -318,7 +319,7 @@ def test_ports_become_services_per_role_and_type() -> None:
 def test_distributed_config_reaches_every_pod_of_every_role(flavor: str) -> None:
     """Kale's note: the DistributedConfig applies to all replicas, not only the first role's."""
     job = make_job({"framework": "tensorflow", "roles": {"chief": {}, "worker": {"replicas": 2}, "ps": {}},
-                    "run": {"python": ["t.py"]}})
+                    "run": {"python": ["t.py"]}}, "demo", image=IMAGE)
     config = DistributedConfig(
         env={"FROM_CONFIG": "1"},
         env_from=[{"configMapRef": {"name": "shared"}}],
@@ -349,7 +350,7 @@ def test_distributed_config_reaches_every_pod_of_every_role(flavor: str) -> None
 def test_render_accepts_a_plan_and_keeps_its_name() -> None:
     from kubetrain.plan import plan
 
-    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["t.py"]}})
+    job = make_job({"framework": "pytorch", "replicas": 2, "run": {"python": ["t.py"]}}, "demo", image=IMAGE)
     local = plan(job, name="renamed")
     objects = render(local, "jobset")
     assert objects[0]["metadata"]["name"] == "renamed"
@@ -378,7 +379,7 @@ def test_render_is_deterministic_and_yaml_and_json_round_trip() -> None:
 
 def test_the_entry_point_returns_objects_and_warnings() -> None:
     job = make_job({"framework": "generic", "replicas": 1, "run": {"exec": ["x"]},
-                    "mounts": ["type=device,src=/dev/fuse"]})
+                    "mounts": ["type=device,src=/dev/fuse"]}, "demo", image=IMAGE)
     rendered = render_manifests(job, "job", "ns")
     assert rendered.objects[0]["metadata"]["namespace"] == "ns"
     assert any("PRIVILEGED" in w and "/dev/fuse" in w for w in rendered.warnings)
@@ -389,7 +390,7 @@ def test_the_entry_point_returns_objects_and_warnings() -> None:
 def test_every_error_is_reported_at_once() -> None:
     job = make_job({"framework": "generic", "run": {"exec": ["x"]}, "image": None,
                     "roles": {"a": {}, "b": {"image": "x:1", "mounts": ["type=s3,bucket=b,dst=/b"]}},
-                    "scheduling": {"preemptionLimit": 1}})
+                    "scheduling": {"preemptionLimit": 1}}, "demo", image=IMAGE)
     with pytest.raises(SpecError) as info:
         render(job, "job")
     assert set(info.value.paths) == {"spec.image", "spec.roles.b.mounts[0]", "spec.scheduling.preemptionLimit"}

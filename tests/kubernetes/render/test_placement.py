@@ -10,7 +10,8 @@ import pytest
 from kubetrain.backends.kubernetes.render import FLAVORS
 from kubetrain.jobspec import DistributedConfig, SpecError
 from kubetrain.jobspec.kube_models import kube_to_dict
-from tests.support.kubelet import make_job, pod_templates
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, pod_templates
 from tests.support.manifest_schemas import assert_valid
 from tests.support.render import render
 
@@ -45,7 +46,7 @@ ANTI = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
 def test_node_pools_are_required_and_preferred_in_order(flavor: str) -> None:
     """Run:ai schedules only onto the listed pools: a required `In` over the pool label, and the order of
     preference as weights 100, 99, ..."""
-    objects = render(make_job({**SPEC, "scheduling": {"nodePools": ["a100", "v100", "t4"]}}), flavor)
+    objects = render(make_job({**SPEC, "scheduling": {"nodePools": ["a100", "v100", "t4"]}}, image=IMAGE), flavor)
     assert_valid(objects)
     for role, affinity in affinities(objects).items():
         node = affinity["nodeAffinity"]
@@ -65,7 +66,8 @@ def test_node_pools_narrow_each_of_the_users_required_terms() -> None:
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]},
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "preference": node_term("disk", "ssd")}]}}
     objects = render(make_job({**SPEC, "affinity": affinity,
-                               "scheduling": {"nodePools": ["a100"], "nodePoolLabel": "example.com/pool"}}), "jobset")
+                               "scheduling": {"nodePools": ["a100"], "nodePoolLabel": "example.com/pool"}},
+                              image=IMAGE), "jobset")
     assert_valid(objects)
     node = affinities(objects)["worker"]["nodeAffinity"]
     pools = {"key": "example.com/pool", "operator": "In", "values": ["a100"]}
@@ -78,7 +80,7 @@ def test_node_pools_narrow_each_of_the_users_required_terms() -> None:
 
 def test_a_required_pool_outside_node_pools_is_refused() -> None:
     job = make_job({**SPEC, "roles": {"master": {}, "worker": {"replicas": 2, "affinity": required(POOL, "cpu")}},
-                    "scheduling": {"nodePools": ["a100", "v100"]}})
+                    "scheduling": {"nodePools": ["a100", "v100"]}}, image=IMAGE)
     with pytest.raises(SpecError) as info:
         render(job, "job")
     assert info.value.paths == [
@@ -94,7 +96,8 @@ def test_config_affinity_and_role_affinity_merge_per_kind(flavor: str) -> None:
     """Kale's DistributedConfig gives every pod a podAntiAffinity and a nodeAffinity; the worker role its own
     nodeAffinity. Workers: the role's nodeAffinity (replacing the job's) and the config's podAntiAffinity
     (kept); the master, which sets none: the config's both."""
-    job = make_job({**SPEC, "roles": {"master": {}, "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}})
+    job = make_job({**SPEC, "roles": {"master": {}, "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}},
+                   image=IMAGE)
     config = DistributedConfig(affinity={**ANTI, **required("zone", "a")})
     objects = render(job, flavor, config=config)
     assert_valid(objects)
@@ -106,7 +109,7 @@ def test_config_affinity_and_role_affinity_merge_per_kind(flavor: str) -> None:
 def test_role_affinity_replaces_only_the_kinds_it_sets() -> None:
     job = make_job({**SPEC, "affinity": {**ANTI, **required("zone", "a")},
                     "roles": {"master": {"affinity": {"podAffinity": ANTI["podAntiAffinity"]}},
-                              "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}})
+                              "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}}, image=IMAGE)
     spec = job.spec
     master, worker = spec.role_settings("master").affinity, spec.role_settings("worker").affinity
     assert kube_to_dict(master) == {**required("zone", "a"), "podAffinity": ANTI["podAntiAffinity"], **ANTI}
@@ -118,7 +121,8 @@ def test_with_config_merges_affinity_per_kind_over_the_jobs() -> None:
     """TrainJob.with_config: the config's kinds over the job's, the job's other kinds kept; roles then merge
     over that as they do over the job's own."""
     job = make_job({**SPEC, "affinity": required("zone", "a"),
-                    "roles": {"master": {}, "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}})
+                    "roles": {"master": {}, "worker": {"replicas": 2, "affinity": required("gpu", "h100")}}},
+                   image=IMAGE)
     configured = job.with_config(DistributedConfig(affinity=ANTI))
     assert kube_to_dict(configured.spec.affinity) == {**required("zone", "a"), **ANTI}
     assert kube_to_dict(configured.spec.role_settings("worker").affinity) == {**required("gpu", "h100"), **ANTI}

@@ -15,10 +15,9 @@ from kubetrain.backends.kubernetes.render import FLAVORS, Rendered, render_manif
 from kubetrain.cli.main import main
 from kubetrain.contract.labels import RESERVED_LABELS
 from kubetrain.jobspec import SpecError
-from tests.support.kubelet import make_job, pod_templates
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, pod_templates
 from tests.support.manifest_schemas import assert_valid
-
-IMAGE = "registry.example.com/train:1"
 
 TEMPLATE: dict[str, Any] = {
     "metadata": {
@@ -73,7 +72,7 @@ SPEC: dict[str, Any] = {
 
 
 def rendered(spec: dict[str, Any], flavor: str = "job") -> Rendered:
-    result = render_manifests(make_job(spec), flavor)
+    result = render_manifests(make_job(spec, "demo", image=IMAGE), flavor)
     assert_valid(result.objects)
     return result
 
@@ -158,7 +157,7 @@ def test_the_template_gives_image_command_args_env_and_working_dir_when_the_job_
             ]
         }
     }
-    job = make_job({"framework": "pytorch", "replicas": 2, "podTemplate": template})
+    job = make_job({"framework": "pytorch", "replicas": 2, "podTemplate": template}, "demo", image=IMAGE)
     job = job.model_copy(update={"spec": job.spec.model_copy(update={"image": None})})
     result = render_manifests(job, "job")
     assert_valid(result.objects)
@@ -194,9 +193,9 @@ def test_security_defaults_apply_to_every_container_the_template_leaves_open() -
 def test_a_template_gives_none_of_kubetrains_labels_as_the_job_may_not(key: str) -> None:
     """One rule, one message: refused in the template when loaded, as the render refuses it in `labels`."""
     with pytest.raises(SpecError) as in_template:
-        make_job({**SPEC, "podTemplate": {"metadata": {"labels": {key: "x"}}}})
+        make_job({**SPEC, "podTemplate": {"metadata": {"labels": {key: "x"}}}}, "demo", image=IMAGE)
     with pytest.raises(SpecError) as in_labels:
-        render_manifests(make_job({**SPEC, "labels": {key: "x"}}), "job")
+        render_manifests(make_job({**SPEC, "labels": {key: "x"}}, "demo", image=IMAGE), "job")
     (template_error,) = in_template.value.errors
     (labels_error,) = in_labels.value.errors
     assert template_error.path == ("spec", "podTemplate", "metadata", "labels", key)

@@ -12,7 +12,8 @@ from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.contract.naming import is_dns_label
 from kubetrain.plan import plan
-from tests.support.kubelet import kubelet_env, main_container, make_job, pod_templates, run_container
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE, kubelet_env, main_container, pod_templates, run_container
 
 # Text the kernel can pass in argv and env: anything but NUL (surrogates cannot be encoded either).
 # Weighted towards what a shell would act on.
@@ -31,7 +32,8 @@ def test_any_text_reaches_the_program_unchanged(argv: list[str], value: str, nam
     job = make_job({"framework": "generic", "replicas": 4, "run": {"exec": [*argv]},
                     # The value as a literal (`$` escaped for Kubernetes), and as written after a per-replica
                     # reference, which makes kubetrain compute it in the start-up script.
-                    "env": {name: value.replace("$", "$$"), "DERIVED": f"$(KUBETRAIN_REPLICA_INDEX){value}"}})
+                    "env": {name: value.replace("$", "$$"), "DERIVED": f"$(KUBETRAIN_REPLICA_INDEX){value}"}},
+                   image=IMAGE)
     rendered = render_manifests(job, "job")
     assert rendered.topology is not None
     # The local reference is the process as the local backend starts it: the framework's env, then the
@@ -55,7 +57,7 @@ def test_any_text_reaches_the_program_unchanged(argv: list[str], value: str, nam
        replicas=st.integers(1, 100_000))
 def test_any_job_name_gives_valid_names_and_hostnames(name: str, role: str, replicas: int) -> None:
     job = make_job({"framework": "generic", "roles": {role: {"replicas": replicas}}, "run": {"exec": ["x"]}},
-                   name=name)
+                   name=name, image=IMAGE)
     for flavor in ("job", "jobset", "volcano"):
         rendered = render_manifests(job, flavor)
         assert rendered.topology is not None

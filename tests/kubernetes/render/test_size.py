@@ -10,14 +10,15 @@ import pytest
 
 from kubetrain.backends.kubernetes.render import ETCD_MAX_BYTES, FLAVORS, to_yaml
 from kubetrain.jobspec import SpecError, TrainJob
-from tests.support.kubelet import make_job
+from tests.support.helpers import make_job
+from tests.support.kubelet import IMAGE
 from tests.support.render import render
 
 
 def ddp(replicas: int, **spec: Any) -> TrainJob:
     return make_job({"framework": "pytorch", "roles": {"master": {}, "worker": {"replicas": replicas - 1}},
                      "run": {"python": ["train.py"]}, "resources": {"cpu": 8, "memory": "32Gi", "gpu": 8},
-                     **spec})
+                     **spec}, image=IMAGE)
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
@@ -57,6 +58,6 @@ def test_an_object_over_etcds_limit_is_refused_and_volcano_points_to_jobset() ->
 
 
 def test_a_hostfile_over_a_configmaps_limit_is_refused() -> None:
-    job = make_job({"framework": "mpi", "replicas": 40_000, "run": {"python": ["a.py"]}})
+    job = make_job({"framework": "mpi", "replicas": 40_000, "run": {"python": ["a.py"]}}, image=IMAGE)
     with pytest.raises(SpecError, match="over a ConfigMap's 1 MiB"):
         render(job, "jobset")
