@@ -23,7 +23,7 @@ def _classes(paths: list[Path]) -> set[str]:
 
 def backend_classes(package: Path) -> set[str]:
     """Every class the backends define (the backends themselves, their descriptions, their change feeds), but
-    for a name the rest of the package defines for itself too (`foreign.base.Located` is no backend's)."""
+    for a name the rest of the package defines for itself too (`foreign.walker.Located` is no backend's)."""
     inside = [p for folder in ("local", "kubernetes") for p in (package / "backends" / folder).rglob("*.py")]
     outside = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] != "backends"]
     return _classes(inside) - _classes(outside)

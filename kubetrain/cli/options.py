@@ -21,7 +21,7 @@ from ..contract.errors import KubetrainError
 
 if TYPE_CHECKING:
     from ..backends.base import Backend, BackendOptions
-    from ..foreign.base import Conversion
+    from ..foreign.conversion import Conversion
     from ..jobspec import TrainJob
     from ..jobspec.errors import FieldError
 

@@ -7,8 +7,9 @@ TrainJobs: every field mapped, approximated (and how) or refused (and why), neve
 
 from __future__ import annotations
 
-from .base import Conversion, FieldNote, ForeignKind, SourceWalker, Verdict
+from .conversion import Conversion, ForeignKind
 from .registry import FOREIGN_KINDS, all_kinds, convert, kind_of
+from .walker import FieldNote, SourceWalker, Verdict
 
 __all__ = [
     "FOREIGN_KINDS",

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from .base import Conversion, FieldNote, dotted
+from .conversion import Conversion
+from .walker import FieldNote, dotted
 
 _MAX_SOURCES = 3
 _COMMENT_WIDTH = 160

@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..jobspec.model import API_VERSION, KIND
-from .base import FieldTree, SimpleKind, SourceWalker, refuse_status, take_metadata
-from .pod_template import lift_job_level, pod_template_fields, split_pod_template
+from .conversion import SimpleKind
+from .metadata import refuse_status, take_metadata_as_written
+from .template_split import lift_job_level, pod_template_fields, split_pod_template
+from .walker import FieldTree, SourceWalker
 
 API_VERSIONS = ("batch.tensorstack.dev/v1beta1",)
 
@@ -61,7 +63,7 @@ def convert(doc: Mapping[str, Any], w: SourceWalker) -> dict[str, Any]:
     w.take("apiVersion", "apiVersion")
     w.take("kind", "spec.controller.kind")
     refuse_status(w)
-    metadata = take_metadata(w)
+    metadata = take_metadata_as_written(w)
     # The job runs under T9k's contract: the deepspeed launcher's variables for every process.
     controller: dict[str, Any] = {"apiVersion": str(doc.get("apiVersion")), "kind": "DeepSpeedJob"}
     if metadata.get("name"):

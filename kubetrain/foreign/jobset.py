@@ -15,16 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..jobspec.errors import Path
-from .base import FieldTree, SimpleKind, SourceWalker
+from .conversion import SimpleKind
+from .metadata import METADATA_FIELDS, take_object_metadata
 from .shapes import (
-    METADATA_FIELDS,
     convert_template,
     document,
     is_kubetrain_template,
     object_fields,
     role_data,
-    take_object_metadata,
 )
+from .walker import FieldTree, SourceWalker
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 DEFAULT_MANAGER = "jobset.sigs.k8s.io/jobset-controller"

@@ -31,7 +31,8 @@ from typing import Any
 from ..frameworks import support_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
-from .base import FieldTree, SimpleKind, SourceWalker
+from .conversion import SimpleKind
+from .metadata import take_metadata_without_own
 from .mpirun import mpirun_run
 from .shapes import (
     HOSTING_PROGRAM,
@@ -40,8 +41,8 @@ from .shapes import (
     is_kubetrain_template,
     object_fields,
     role_data,
-    take_metadata,
 )
+from .walker import FieldTree, SourceWalker
 
 # -- the operator's kinds --------------------------------------------------------------------------------
 
@@ -199,7 +200,7 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
         walker.take("kind", "spec.framework")
     else:
         walker.approx("kind", "spec.framework", op.framework_note)
-    metadata = take_metadata(walker)
+    metadata = take_metadata_without_own(walker)
     spec: dict[str, Any] = {"framework": op.framework.value}
     roles: dict[str, dict[str, Any]] = {}
     controller_roles: dict[str, dict[str, Any]] = {}

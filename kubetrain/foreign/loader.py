@@ -23,8 +23,9 @@ from ..jobspec.load import (
 )
 from ..jobspec.model import TrainJob
 from ..jobspec.yaml_source import NO_LOCATION, Located, parse_yaml
-from .base import Conversion, FieldNote
+from .conversion import Conversion
 from .registry import convert
+from .walker import FieldNote
 
 _MAX_BASE_DEPTH = 16
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..jobspec.errors import FieldError, SpecError
 from ..jobspec.foreign_names import FOREIGN_NAMES, ForeignName, foreign_name_of
 from ..jobspec.yaml_source import Located
-from .base import Conversion, ForeignKind, run_conversion
+from .conversion import Conversion, ForeignKind, run_conversion
 
 FOREIGN_KINDS: dict[tuple[str, str], str] = {(n.group, n.kind): n.module for n in FOREIGN_NAMES}
 """(apiVersion group, kind) → the module of `kubetrain.foreign` that converts it."""

@@ -16,7 +16,9 @@ from typing import Any
 
 from ..contract.labels import JOB_LABEL
 from ..jobspec.model import API_VERSION, KIND
-from .base import ANY_KEY, FieldTree, SimpleKind, SourceWalker, refuse_status, take_header, take_metadata
+from .conversion import SimpleKind
+from .metadata import refuse_status, take_header, take_metadata_as_written
+from .walker import ANY_KEY, FieldTree, SourceWalker
 
 API_VERSIONS = ("run.ai/v2alpha1",)
 
@@ -100,7 +102,7 @@ def _words(value: Any, sep: str | None = None) -> list[str]:
 def convert(doc: Mapping[str, Any], w: SourceWalker) -> dict[str, Any]:
     take_header(w)
     refuse_status(w)
-    metadata = take_metadata(w)
+    metadata = take_metadata_as_written(w)
     s = _Spec(w)
     spec: dict[str, Any] = {}
     if s.has("name"):

@@ -1,6 +1,6 @@
-"""What the Kubernetes-shaped converters (Kubeflow's operator jobs, JobSet, Volcano's Job) share: an object's
-metadata, a container's argv as kubetrain's program, a pod template as a role's typed settings, and telling
-kubetrain's own rendering (a job it rendered converts back to the job it was) from a stranger's.
+"""What the Kubernetes-shaped converters (Kubeflow's operator jobs, JobSet, Volcano's Job) share: a container's
+argv as kubetrain's program, a pod template as a role's typed settings, and telling kubetrain's own rendering
+(a job it rendered converts back to the job it was) from a stranger's (its metadata: `metadata.py`).
 
 Apart from any one converter so that none imports another's module for its helpers.
 """
@@ -17,79 +17,9 @@ from ..contract import labels as kt_labels
 from ..frameworks.mpi import sshd_argv
 from ..jobspec.errors import Path
 from ..plan import FILES_DIR_PLACEHOLDER
-from .base import SERVER_METADATA, FieldTree, SourceWalker
-from .pod_template import lift_job_level, split_pod_template
-
-SERVER_SET = "set by the API server for the object it stored; a conversion describes a new job"
-KUBETRAIN_OWN = "kubetrain's own rendering, produced again when the converted job is rendered"
-
-METADATA_FIELDS: FieldTree = dict.fromkeys(
-    ("name", "generateName", "namespace", "labels", "annotations", *SERVER_METADATA, "ownerReferences", "finalizers")
-)
-"""ObjectMeta's fields (a typo in `metadata` gets a did-you-mean from these)."""
-
-_KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def is_kubetrain_label(key: str, value: Any) -> bool:
-    """A label kubetrain puts on what it renders (and puts there again on the next render)."""
-    return key.startswith("kubetrain.dev/") or (key == kt_labels.MANAGED_BY and value == kt_labels.MANAGER)
-
-
-def take_metadata(walker: SourceWalker) -> dict[str, Any]:
-    """The object's metadata → TrainJob metadata. kubetrain's own labels (a job it rendered) are left to the
-    next render; what the API server set (uid, resourceVersion, ...) is refused with why."""
-    out: dict[str, Any] = {}
-    for src, dst in (("name", "name"), ("generateName", "namePrefix"), ("namespace", "namespace")):
-        value = walker.take(("metadata", src), f"metadata.{dst}")
-        if value is not None:
-            out[dst] = value
-    labels = _own_filtered(walker, ("metadata", "labels"), "metadata.labels", is_kubetrain_label)
-    if labels:
-        out["labels"] = labels
-    annotations = _own_filtered(
-        walker,
-        ("metadata", "annotations"),
-        "metadata.annotations",
-        lambda key, _v: key.startswith("kubetrain.dev/") or key == _KUBECTL_LAST_APPLIED,
-    )
-    if annotations:
-        out["annotations"] = annotations
-    for name in SERVER_METADATA:
-        walker.refuse(("metadata", name), SERVER_SET)
-    walker.refuse(
-        ("metadata", "ownerReferences"),
-        "an owner is the object's creator's to set; kubetrain's job owns what it creates",
-    )
-    walker.refuse(("metadata", "finalizers"), "finalizers belong to the controllers of a stored object")
-    walker.refuse(("status",), "the state of a job that ran; a conversion starts a new one")
-    return out
-
-
-def take_object_metadata(walker: SourceWalker) -> dict[str, Any]:
-    """apiVersion and kind, read only (they chose the converter; the TrainJob has its own), then the metadata
-    (`take_metadata`): the start of a kind whose kind says nothing about the job (JobSet, Volcano's Job)."""
-    walker.take("apiVersion", None)
-    walker.take("kind", None)
-    return take_metadata(walker)
-
-
-def _own_filtered(walker: SourceWalker, path: Path, target: str, own: Any) -> dict[str, Any]:
-    """A string map at `path` without the entries `own(key, value)` says kubetrain (or kubectl) set: those
-    are noted as kubetrain's own, the rest taken to `target` (the map is consumed either way)."""
-    values = walker.get(path)
-    if not isinstance(values, Mapping) or walker.consumed(path):
-        return {}
-    kept = {str(k): v for k, v in values.items() if not own(str(k), v)}
-    if not kept:
-        walker.approx(path, None, KUBETRAIN_OWN)
-        return {}
-    for key, value in values.items():
-        if own(str(key), value) and not walker.consumed((*path, str(key))):
-            walker.approx((*path, str(key)), None, KUBETRAIN_OWN)
-    walker.take(path, target)
-    return kept
-
+from .metadata import KUBETRAIN_OWN, METADATA_FIELDS, is_kubetrain_label, own_filtered
+from .template_split import lift_job_level, split_pod_template
+from .walker import FieldTree, SourceWalker
 
 _PYTHONS = ("python", "python3")
 
@@ -266,7 +196,7 @@ def take_kubetrain_env(walker: SourceWalker, container: Path, target: str) -> li
 def take_kubetrain_pod(walker: SourceWalker, template: Path, target: str) -> dict[str, Any]:
     """In a pod template kubetrain rendered: its labels (without kubetrain's own, returned) and the defaults
     the next render writes again."""
-    labels = _own_filtered(walker, (*template, "metadata", "labels"), f"{target}.labels", is_kubetrain_label)
+    labels = own_filtered(walker, (*template, "metadata", "labels"), f"{target}.labels", is_kubetrain_label)
     spec = (*template, "spec")
     for i in walker.indexes((*spec, "volumes")):
         if (walker.get((*spec, "volumes", i)) or {}).get("name") in KUBETRAIN_VOLUMES:
@@ -428,15 +358,11 @@ HOSTING_PROGRAM = (
 
 __all__ = [
     "HOSTING_PROGRAM",
-    "KUBETRAIN_OWN",
     "KUBETRAIN_VOLUMES",
     "KUBETRAIN_WIRED_ENV",
-    "METADATA_FIELDS",
-    "SERVER_SET",
     "RoleTemplate",
     "convert_template",
     "document",
-    "is_kubetrain_label",
     "is_kubetrain_template",
     "main_container_index",
     "object_fields",
@@ -444,7 +370,5 @@ __all__ = [
     "role_data",
     "take_kubetrain_env",
     "take_kubetrain_pod",
-    "take_metadata",
-    "take_object_metadata",
     "take_program",
 ]

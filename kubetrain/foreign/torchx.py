@@ -24,8 +24,9 @@ from ..contract import env_names
 from ..frameworks import support_of
 from ..jobspec.frameworks import Framework
 from ..jobspec.model import TrainJob
-from .base import Conversion, FieldTree, ForeignKind, SimpleKind, SourceWalker, run_conversion
+from .conversion import Conversion, ForeignKind, SimpleKind, run_conversion
 from .shapes import document, program_run
+from .walker import FieldTree, SourceWalker
 
 KIND = "AppDef"
 API_VERSION = "torchx.pytorch.org/specs"

@@ -18,7 +18,8 @@ from typing import Any
 from ..frameworks import support_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
-from .base import FieldTree, SimpleKind, SourceWalker
+from .conversion import SimpleKind
+from .metadata import take_object_metadata
 from .mpirun import mpirun_run
 from .shapes import (
     HOSTING_PROGRAM,
@@ -27,8 +28,8 @@ from .shapes import (
     is_kubetrain_template,
     object_fields,
     role_data,
-    take_object_metadata,
 )
+from .walker import FieldTree, SourceWalker
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 DEFAULT_SCHEDULER = "volcano"

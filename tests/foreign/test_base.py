@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from kubetrain.foreign import convert, kind_of
-from kubetrain.foreign.base import ANY_KEY, SourceWalker, unknown_fields
 from kubetrain.foreign.loader import load_job_file
-from kubetrain.foreign.pod_template import split_pod_template
+from kubetrain.foreign.template_split import split_pod_template
+from kubetrain.foreign.typos import unknown_fields
+from kubetrain.foreign.walker import ANY_KEY, SourceWalker
 from kubetrain.jobspec import JobSpec, SpecError, from_dict, load_file
 from kubetrain.jobspec.foreign_names import FOREIGN_NAMES
 from kubetrain.jobspec.yaml_source import parse_yaml

@@ -19,7 +19,7 @@ import kubetrain
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.contract.choices import FLAVORS
 from kubetrain.foreign import convert
-from kubetrain.foreign.base import Conversion
+from kubetrain.foreign.conversion import Conversion
 from kubetrain.foreign.loader import load_job_file
 from kubetrain.jobspec import SpecError, TrainJob, load_file
 from kubetrain.plan import plan

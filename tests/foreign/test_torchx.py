@@ -10,7 +10,7 @@ import pytest
 
 import kubetrain
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.foreign.base import ForeignRefused
+from kubetrain.foreign.conversion import ForeignRefused
 from kubetrain.foreign.torchx import torchx_conversion
 from tests.foreign.test_kubeflow import ddp_shim
 from tests.support.helpers import assert_ddp_in_step, no_process_left_behind, run_job  # noqa: F401

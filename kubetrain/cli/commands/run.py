@@ -31,7 +31,7 @@ from ..output import emit, say
 
 if TYPE_CHECKING:
     from ...backends.base import BackendOptions, RunEvent, RunResult
-    from ...foreign.base import Conversion
+    from ...foreign.conversion import Conversion
     from ...jobspec import TrainJob
     from ...terminal import OutputSink
 

@@ -20,7 +20,7 @@ from ..output import plural, say
 
 if TYPE_CHECKING:
     from ...backends.base import BackendOptions, Problem, Verdict
-    from ...foreign.base import Conversion
+    from ...foreign.conversion import Conversion
     from ...jobspec import TrainJob
 
 
@@ -163,7 +163,7 @@ def _problem_text(problem: Problem, conversion: Conversion | None) -> str:
     parentheses), as `render` and `run` say it."""
     if conversion is None:
         return str(problem)
-    from ...foreign.base import parse_path
+    from ...foreign.walker import parse_path
     from ...jobspec.errors import FieldError
 
     error = FieldError(parse_path(problem.path), problem.message, hint=problem.hint)

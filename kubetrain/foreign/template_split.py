@@ -21,7 +21,7 @@ from typing import Any
 
 from ..jobspec.errors import Path, format_path
 from ..jobspec.pod_template import MAIN_CONTAINER_NAMES
-from .base import ANY_KEY, FieldTree, SourceWalker, parse_path
+from .walker import ANY_KEY, FieldTree, SourceWalker, parse_path
 
 JOB_LEVEL_KEYS = ("scheduling", "serviceAccount", "tty", "stdin")
 """Keys `split_pod_template` may return that belong on the job (`spec`), not on a role: lift them with
