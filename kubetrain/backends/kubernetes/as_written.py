@@ -82,7 +82,7 @@ def plan(backend: Cluster, job: TrainJob, warn: Any) -> Written | None:
             raise UsageError(f"the {kind} has neither metadata.name nor metadata.generateName")
         meta["name"] = f"{str(prefix)[:58]}{''.join(secrets.choice(_SUFFIX) for _ in range(5))}"
         meta.pop("generateName")
-    asked = backend.requested_namespace
+    asked = backend.options.namespace
     if asked and meta.get("namespace") and meta["namespace"] != asked:
         warn(f"the {kind} names namespace {meta['namespace']}; -n {asked} wins")
     namespace = asked or meta.get("namespace") or backend.namespace
@@ -117,7 +117,8 @@ def run(backend: Cluster, written: Written, job: TrainJob, *, detach: bool, dry_
         result.status = backend.status_in(sub.name, sub.namespace)
         return result
     result.status = following.follow(backend, sub.name, sub.namespace, sink=sink, on_event=events.say,
-                                     timeout=backend.timeout, cancel_on_interrupt=True, resource=written.resource,
+                                     timeout=backend.options.timeout, cancel_on_interrupt=True,
+                                     resource=written.resource,
                                      on_status=events.status if events.wants_status else None,
                                      scope=pod_scope(written.follower, sub.name, sub.root), flavor=written.follower)
     return result

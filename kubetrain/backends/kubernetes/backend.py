@@ -10,7 +10,8 @@ by its ``metadata.name`` (the ``kubetrain.dev/job`` label of its objects) within
 from __future__ import annotations
 
 import contextlib
-import os
+import dataclasses
+import inspect
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -34,9 +35,9 @@ from .cluster import Cluster
 from .describe import Description
 from .flavors import AUTO_ORDER, FlavorUnavailable, get_flavor
 from .liveness import no_sign_of_life
-from .log_choice import DEFAULT_MAX_LOG_REQUESTS
 from .logs import LogTarget, Since, read_logs, targets_of
 from .lookup import Located, job_pods, list_jobs
+from .options import KubernetesOptions
 from .ssh_keys import fill_ssh_secrets
 from .status_map import group_pods, job_status, meta, roles_of
 from .submit import DryRunReport, NameTaken, Submission, dry_run, submit
@@ -50,55 +51,28 @@ _NAME_RETRIES = 5
 
 
 class KubernetesBackend(Cluster):
-    """A cluster, reached through a kubeconfig (``context``) or the in-cluster service account.
-
-    ``namespace``: where jobs are created and looked for (default: the kubeconfig context's, else
-    ``default``; it also wins over a job's ``metadata.namespace`` when given). ``flavor``: the engine jobs
-    are rendered for (None: the first of JobSet and job whose controller is alive, :mod:`.liveness`).
-    ``all_namespaces``: ``list`` shows every namespace.
-    ``timeout``: an attached ``run`` returns after that many seconds with the status then.
-
-    ``convert``: a foreign document (a job converted from a PyTorchJob, JobSet, ...) is converted and rendered
-    even where the cluster runs its kind (default: submitted as written there, :mod:`.as_written`).
-    ``untouched_after``: seconds after which a job no controller has acted on is said to be (``NoController``).
-    ``liveness_ttl``: seconds a controller's liveness is kept (0: read each time).
-
-    For tests and tools: ``in_cluster``, ``api_client`` (a configured client instead of a kubeconfig),
-    ``retry``, ``watch_timeout``, ``diagnose_every``, ``log_grace``.
+    """A cluster, reached through a kubeconfig (``context``) or the in-cluster service account, opened with
+    :class:`.options.KubernetesOptions` (what each option does is said at its field): the options given
+    whole (``KubernetesBackend(options=KubernetesOptions(namespace="ml"))``), their fields as keywords
+    (``KubernetesBackend(namespace="ml")``), or both (the keywords win). For tests and tools, beside the
+    options: ``api_client`` (a configured client instead of a kubeconfig) and ``retry``.
     """
 
     name = "kubernetes"
     metrics_in_output = True  # `@kubetrain:metrics ` lines of the container logs: the run's output carries them
 
-    def __init__(
-        self,
-        *,
-        namespace: str | None = None,
-        context: str | None = None,
-        kubeconfig: str | os.PathLike[str] | None = None,
-        flavor: str | None = None,
-        convert: bool = False,
-        all_namespaces: bool = False,
-        timeout: float | None = None,
-        untouched_after: float = 30.0,
-        liveness_ttl: float = 60.0,
-        in_cluster: bool | None = None,
-        api_client: Any = None,
-        retry: RetryPolicy | None = None,
-        watch_timeout: int = 290,
-        diagnose_every: float = 10.0,
-        log_grace: float = 5.0,
-        max_log_requests: int = DEFAULT_MAX_LOG_REQUESTS,
-    ) -> None:
-        chosen = get_flavor(flavor).name if flavor is not None else None  # an unknown flavor: before connecting
-        super().__init__(namespace=namespace, context=context, kubeconfig=kubeconfig, timeout=timeout,
-                         untouched_after=untouched_after, liveness_ttl=liveness_ttl, in_cluster=in_cluster,
-                         api_client=api_client, retry=retry, watch_timeout=watch_timeout,
-                         diagnose_every=diagnose_every, log_grace=log_grace, max_log_requests=max_log_requests)
-        self.flavor = chosen
-        self.convert = convert
-        self.all_namespaces = all_namespaces
+    def __init__(self, *, options: KubernetesOptions | None = None, api_client: Any = None,
+                 retry: RetryPolicy | None = None, **fields: Any) -> None:
+        options = dataclasses.replace(options or KubernetesOptions(), **fields)  # a field it lacks: TypeError
+        if options.flavor is not None:  # an unknown flavor is refused before connecting; an alias named as is
+            options = dataclasses.replace(options, flavor=get_flavor(options.flavor).name)
+        super().__init__(options, api_client=api_client, retry=retry)
         self._feeds: list[ClusterChanges] = []
+
+    @property
+    def flavor(self) -> str | None:
+        """The flavor jobs are rendered for (None: chosen per job, the first whose controller is alive)."""
+        return self.options.flavor
 
     def __enter__(self) -> KubernetesBackend:
         return self
@@ -220,8 +194,8 @@ class KubernetesBackend(Cluster):
         events = RunEvents(on_event, on_status)
         warn = events.warning
 
-        namespace = self.requested_namespace
-        if job.source is not None and not self.convert and self.flavor is None:
+        namespace = self.options.namespace
+        if job.source is not None and not self.options.convert and self.flavor is None:
             written = as_written.plan(self, job, warn)
             if written is not None:
                 return as_written.run(self, written, job, detach=detach, dry_run_mode=dry_run, sink=sink,
@@ -254,7 +228,7 @@ class KubernetesBackend(Cluster):
                 return result
             flavor = get_flavor(sub.flavor)  # the one the job was rendered for, handed down to the follow
             result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
-                                             timeout=self.timeout, cancel_on_interrupt=True,
+                                             timeout=self.options.timeout, cancel_on_interrupt=True,
                                              resource=flavor.resource_of(sub.root), flavor=flavor,
                                              on_status=events.status if events.wants_status else None)
         except KeyboardInterrupt:
@@ -435,10 +409,26 @@ class KubernetesBackend(Cluster):
     # Last in the class: a method named `list` shadows the builtin in the annotations that follow it.
     def list(self, *, limit: int | None = None) -> list[JobStatus]:
         """Every kubetrain job in the namespace (or all of them, ``all_namespaces``), newest first."""
-        jobs = list_jobs(self.kube, self.capabilities(), None if self.all_namespaces else self.namespace,
-                         untouched_after=self.untouched_after)
+        jobs = list_jobs(self.kube, self.capabilities(), None if self.options.all_namespaces else self.namespace,
+                         untouched_after=self.options.untouched_after)
         return jobs if limit is None else jobs[:limit]
 
+
+def _constructor_signature() -> inspect.Signature:
+    """`KubernetesBackend(...)` as `inspect` and `help()` show it, every parameter a keyword: the options, each of
+    their fields with the field's default (what `**fields` takes), then the tools' `api_client` and `retry`.
+    Derived from `KubernetesOptions`, so that a new field is a keyword here with no line of its own."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature([
+        inspect.Parameter("options", keyword, default=None, annotation="KubernetesOptions | None"),
+        *(inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+          for f in dataclasses.fields(KubernetesOptions)),
+        inspect.Parameter("api_client", keyword, default=None, annotation="Any"),
+        inspect.Parameter("retry", keyword, default=None, annotation="RetryPolicy | None"),
+    ], return_annotation="None")
+
+
+KubernetesBackend.__signature__ = _constructor_signature()  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signature
     from ..base import Backend

@@ -9,7 +9,6 @@ up into the backend that called them.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,52 +26,32 @@ from .diagnose import Diagnosis, diagnose, untouched_for
 from .flavors import FLAVORS, WRITTEN, Controller, Flavor, workload_resources
 from .liveness import Liveness, LivenessCache
 from .liveness import check as check_liveness
-from .log_choice import DEFAULT_MAX_LOG_REQUESTS
 from .lookup import Located, PodScope, job_pods, locate
+from .options import KubernetesOptions
 from .status_map import job_status, meta
 from .watch import JobWatch
 
 
 class Cluster:
     """A cluster, reached through a kubeconfig (``context``) or the in-cluster service account (or a configured
-    ``api_client``): see :class:`.backend.KubernetesBackend` for the options."""
+    ``api_client``), opened with the backend's options (:class:`.options.KubernetesOptions`)."""
 
     name = "kubernetes"
 
-    def __init__(
-        self,
-        *,
-        namespace: str | None = None,
-        context: str | None = None,
-        kubeconfig: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        untouched_after: float = 30.0,
-        liveness_ttl: float = 60.0,
-        in_cluster: bool | None = None,
-        api_client: Any = None,
-        retry: RetryPolicy | None = None,
-        watch_timeout: int = 290,
-        diagnose_every: float = 10.0,
-        log_grace: float = 5.0,
-        max_log_requests: int = DEFAULT_MAX_LOG_REQUESTS,
-    ) -> None:
+    def __init__(self, options: KubernetesOptions, *, api_client: Any = None, retry: RetryPolicy | None = None) -> None:
+        """``options``: kept whole, each read where it is used. ``api_client`` (a configured client instead of
+        a kubeconfig) and ``retry`` are for tests and tools: objects, not options."""
+        self.options = options
         context_namespace: str | None = None
         source = "api client"
         if api_client is None:
-            conn = connect(kubeconfig, context, in_cluster=in_cluster)
+            conn = connect(options.kubeconfig, options.context, in_cluster=options.in_cluster)
             api_client, context_namespace, source = conn.api_client, conn.namespace, conn.source
         self.kube = Kube(api_client, retry, known=workload_resources())
-        self.requested_namespace = namespace
-        self.namespace = namespace or context_namespace or "default"
-        self.timeout = timeout
-        self.watch_timeout = watch_timeout
-        self.diagnose_every = diagnose_every
-        self.log_grace = log_grace
-        self.max_log_requests = max_log_requests
-        self.untouched_after = untouched_after
+        self.namespace = options.namespace or context_namespace or "default"
         self._caps: Capabilities | None = None
         host = getattr(getattr(api_client, "configuration", None), "host", "")
-        self._liveness = LivenessCache(f"{host} {source}", liveness_ttl)
+        self._liveness = LivenessCache(f"{host} {source}", options.liveness_ttl)
 
     def close(self) -> None:
         self.kube.close()
@@ -92,7 +71,7 @@ class Cluster:
         if found is None:
             controller = engine.controller or Controller(f"the controller of {engine.name}")
             found = check_liveness(self.kube, controller, engine.served_resources(self.kube, self.capabilities()),
-                                   self._ns(namespace), untouched_after=self.untouched_after)
+                                   self._ns(namespace), untouched_after=self.options.untouched_after)
             self._liveness.put(key, found)
         return found
 
@@ -142,8 +121,8 @@ class Cluster:
         job's, when known."""
         caps = self.capabilities() if reads else None
         return diagnose(self.kube if reads else None, status, workloads, pods,
-                        kueue_version=caps.kueue_version if caps else None, untouched_after=self.untouched_after,
-                        flavor=flavor)
+                        kueue_version=caps.kueue_version if caps else None,
+                        untouched_after=self.options.untouched_after, flavor=flavor)
 
     def until_untouched(self, status: JobStatus | None, jw: JobWatch) -> float | None:
         """Seconds until a job nothing has acted on has waited ``untouched_after`` (None: no such wait): when a
@@ -152,9 +131,9 @@ class Cluster:
             return None
         workloads, pods, _ = jw.snapshot()
         age = untouched_for(status, workloads, pods)
-        if age is None or age >= self.untouched_after:
+        if age is None or age >= self.options.untouched_after:
             return None
-        return max(0.01, self.untouched_after - age)
+        return max(0.01, self.options.untouched_after - age)
 
     def watch(self, name: str, namespace: str | None = None, *, resource: Resource | None = None,
               scope: PodScope | None = None) -> JobWatch:
@@ -173,7 +152,7 @@ class Cluster:
             def keep(pods: list[Any]) -> list[Any]:
                 return owned.keep(self.kube, ns, pods)
 
-        return JobWatch(self.kube, ns, label, resource, timeout_seconds=self.watch_timeout,
+        return JobWatch(self.kube, ns, label, resource, timeout_seconds=self.options.watch_timeout,
                         pod_selector=scope.selector if scope is not None else None, keep_pods=keep).start()
 
     def cancel_in(self, name: str, namespace: str | None) -> JobStatus:

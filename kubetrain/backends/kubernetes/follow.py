@@ -122,8 +122,8 @@ def follow(
     log_thread: threading.Thread | None = None
     follower: LogFollower | None = None
     if sink is not None:
-        follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.log_grace,
-                               max_streams=backend.max_log_requests, note=say, job=name)
+        follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.options.log_grace,
+                               max_streams=backend.options.max_log_requests, note=say, job=name)
         out = sink
 
         def pump() -> None:
@@ -145,7 +145,7 @@ def follow(
         status = backend.cancel_in(name, jw.namespace)
     finally:
         if log_thread is not None and follower is not None:
-            log_thread.join(backend.log_grace + 2.0)
+            log_thread.join(backend.options.log_grace + 2.0)
             follower.stop()
         jw.stop()
     if status.phase is JobPhase.FAILED and status.first_failure is not None:
@@ -167,7 +167,7 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
     status: JobStatus | None = None
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        wait_for = backend.diagnose_every if left is None else min(left, backend.diagnose_every)
+        wait_for = backend.options.diagnose_every if left is None else min(left, backend.options.diagnose_every)
         idle = backend.until_untouched(status, jw)  # nothing happening is news too, once long enough
         seen = jw.wait_change(seen, timeout=wait_for if idle is None else min(wait_for, idle))
         if jw.error is not None:
@@ -196,7 +196,7 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
             return status
         if any(r.phase is ReplicaPhase.PENDING for r in status.replicas):
             workloads, pods, _ = jw.snapshot()
-            reads = time.monotonic() - last_read >= backend.diagnose_every
+            reads = time.monotonic() - last_read >= backend.options.diagnose_every
             if reads:
                 last_read = time.monotonic()
             diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads, flavor=state.flavor)
@@ -263,13 +263,13 @@ def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | N
                 stop: threading.Event | None = None,
                 note: Callable[[str], None] | None = None) -> Iterator[LogRecord]:
     """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for.
-    At most ``backend.max_log_requests`` replicas are streamed; ``note`` hears which, when some are left out."""
+    At most ``backend.options.max_log_requests`` replicas are streamed; ``note`` hears which, when some are left out."""
     jw = backend.watch(loc.name, loc.namespace, resource=loc.resource, scope=loc.pods)
     try:
         jw.wait_synced(30)
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name, loc.flavor), role=role,
-                               index=index, tail=tail, since=since, grep=grep, grace=backend.log_grace, stop=stop,
-                               max_streams=backend.max_log_requests, note=note, job=loc.name)
+                               index=index, tail=tail, since=since, grep=grep, grace=backend.options.log_grace,
+                               stop=stop, max_streams=backend.options.max_log_requests, note=note, job=loc.name)
         yield from follower
     finally:
         jw.stop()

@@ -46,7 +46,9 @@ def positive(text: str) -> int:
 
 @dataclass(frozen=True)
 class KubernetesOptions(BackendOptions):
-    """The Kubernetes backend's options (`open_backend(KubernetesOptions(namespace="ml"))`)."""
+    """The Kubernetes backend's options (`open_backend(KubernetesOptions(namespace="ml"))`). The backend and its
+    `Cluster` keep them whole (`options`) and read each where it is used: an option is one field here, plus its
+    use."""
 
     backend: ClassVar[str] = "kubernetes"
     title: ClassVar[str] = "Kubernetes"
@@ -101,6 +103,14 @@ class KubernetesOptions(BackendOptions):
     """How many log streams an attached run or `logs -f` opens (one connection and thread each)."""
     timeout: float | None = option(None, "an attached run returns after that many seconds, with the status then")
     """For Python callers (no flag): a notebook that waits only so long."""
+    in_cluster: bool | None = option(None, "use the pod's service account (None: when no kubeconfig is found)")
+    """For tools (no flag): reach the API server as the pod this runs in."""
+    watch_timeout: int = option(290, "seconds a watch request asks the API server to hold open before it is renewed")
+    """For tests and tools (no flag)."""
+    diagnose_every: float = option(10.0, "seconds between the reads that explain Pending replicas while following")
+    """For tests and tools (no flag)."""
+    log_grace: float = option(5.0, "seconds the log streams get to finish once a followed job has ended")
+    """For tests and tools (no flag)."""
 
     @property
     def runs_as_written(self) -> bool:
@@ -136,11 +146,13 @@ class KubernetesOptions(BackendOptions):
         if not (self.kubeconfig or self.context or os.environ.get("KUBECONFIG") or home_config):
             return [], None
         try:
-            from .backend import KubernetesBackend
+            # Opened by name through the registry, as every caller opens a backend: the backend and its cluster
+            # import this module, so it imports neither (no circle of files).
+            from ..base import open_backend
             from .client.retry import RetryPolicy
 
-            with KubernetesBackend(**self.keywords(), retry=RetryPolicy(attempts=1)) as cluster:
-                lines = cluster.engines()
+            with open_backend(self, retry=RetryPolicy(attempts=1)) as cluster:
+                lines = cluster.engines()  # type: ignore[attr-defined]  # the Kubernetes backend's, beyond the protocol
         except Exception as exc:  # validation stands without a cluster
             return [], f"no cluster asked what it can run ({type(exc).__name__}: {exc})"
         return ["what this cluster can run:", *(f"  {line}" for line in lines)], None
