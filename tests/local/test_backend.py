@@ -302,7 +302,7 @@ time.sleep(600)
 def test_cancel_that_outlasts_its_wait_says_so_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kubetrain.backends.local import backend as local
+    from kubetrain.backends.local import job_control
     from kubetrain.cli.main import main
 
     write(tmp_path / "stubborn.py", IGNORES_SIGTERM)
@@ -310,7 +310,7 @@ def test_cancel_that_outlasts_its_wait_says_so_and_fails(
     job_id, _ = start_detached(make_job(generic(["stubborn.py", str(tmp_path / "up")], replicas=1)), tmp_path)
     pids = wait_for("the replica", lambda: [int(p.name) for p in (tmp_path / "up").iterdir()] or None)
     # The supervisor needs its 5 s grace period; cancel waits less than that here.
-    monkeypatch.setattr(local, "STOP_WAIT", 0.3)
+    monkeypatch.setattr(job_control, "STOP_WAIT", 0.3)
     code = main(["cancel", job_id])
     err = capsys.readouterr().err
     assert code == 1

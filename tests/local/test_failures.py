@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubetrain.backends.base import StillStopping
-from kubetrain.backends.local import job_start
+from kubetrain.backends.local import job_control, job_start
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor import Supervisor
@@ -474,7 +474,8 @@ def test_a_job_suspended_before_its_supervisor_starts_waits_for_resume(tmp_path:
             backend.suspend(job_id)  # no supervisor yet to stop it: the request waits for one
         assert job_start.run_attached(backend.store, job_id, None) is JobPhase.SUSPENDED
         assert pidfiles(pids) == {}, "a suspended job started its replicas"
-        backend._prepare_resume(job_id)  # resumed, its supervisor started here rather than detached
+        # Resumed, its supervisor started here rather than detached.
+        job_control.prepare_resume(backend.store, job_id, backend.gpus)
         assert job_start.run_attached(backend.store, job_id, None) is JobPhase.SUCCEEDED
     assert len(pidfiles(pids)) == 2
 

@@ -18,13 +18,11 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-import os
 import re
 import shutil
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +32,7 @@ from ...contract import env_names
 from ...contract.errors import JobNotFound, UsageError
 from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
 from ...contract.pause import pause_point
-from ...status import REASON_NOT_IN_STORE, Condition, ConditionStatus, JobPhase, JobStatus
+from ...status import REASON_NOT_IN_STORE, JobPhase, JobStatus
 from ..base import (
     DryRun,
     EventSink,
@@ -43,43 +41,26 @@ from ..base import (
     RunEvents,
     RunEventSink,
     RunResult,
-    StillStopping,
 )
+from . import job_control
 from .changes import StoreChanges
 from .errors import DeletedWhileFollowed, LocalError
-from .job_processes import kill_job_processes
 from .job_start import create_job, end_unstarted, prepare_job, run_attached, start_detached
 from .launch import LAYOUT, LaunchRecord
 from .prepare import (
     DRY_RUN_FILES_DIR,
     base_dir_of,
     metrics_dir_of,
-    prepare_launch,
 )
-from .procfs import is_stopped
 from .store import JobStore
 from .store_requests import RequestKind
 from .supervisor_core import BY_CTRL_C, BY_SIGTERM
-from .supervisor_liveness import (
-    end_supervisor,
-    open_supervisor,
-    stop_without_supervisor,
-    supervisor_lost,
-    wait_for,
-    wait_supervisor_exit,
-)
-from .supervisor_state import read_state, state_path, write_state
 from .unrecorded import find_unrecorded, stop_unrecorded, unrecorded_jobs
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
     from ...metrics.sample import MetricSample
     from .gpus import GpuInventory
-
-
-STOP_WAIT = 60.0
-"""Seconds `cancel` and `suspend` wait for the supervisor to report the job stopped (it needs the grace
-period, 5 s, plus the time replicas take to die)."""
 
 
 @dataclass
@@ -285,14 +266,10 @@ class LocalBackend:
         return StoreChanges(self.store.db_path, on_change).start()
 
     def _stored_record(self, job_id: str) -> LaunchRecord | None:
-        text = self.store.get_plan_json(job_id)
-        return None if text is None else LaunchRecord.from_json(text)
+        return job_control.stored_record(self.store, job_id)
 
     def _status(self, job_id: str) -> JobStatus:
-        status = self.store.get_status(job_id)
-        if not status.phase.is_terminal and supervisor_lost(self.store, job_id, status):
-            status = self.store.get_status(job_id)
-        return status
+        return job_control.current_status(self.store, job_id)
 
     # -- logs -------------------------------------------------------------------------------------------
 
@@ -408,11 +385,11 @@ class LocalBackend:
         # to be resumed (or cancelled) and goes on with the output of its next run.
         return self._status(job_id).phase.is_terminal
 
-    # -- control ----------------------------------------------------------------------------------------
+    # -- control: what is done to a found job is `job_control`'s -----------------------------------------
 
     def cancel(self, job_id: str) -> JobStatus:
         """Stop the job's replicas (SIGTERM, grace period, SIGKILL): the job ends Cancelled. `StillStopping`
-        if it has not stopped within `STOP_WAIT` seconds (the request stands)."""
+        if it has not stopped within `job_control.STOP_WAIT` seconds (the request stands)."""
         try:
             resolved = self._resolve(job_id)
         except JobNotFound:
@@ -423,143 +400,25 @@ class LocalBackend:
             return JobStatus(stray.job_id, stray.job_id, phase=JobPhase.CANCELLED, reason=REASON_NOT_IN_STORE,
                              message=f"cancelled by its supervisor; this store ({self.store.db_path}) has no "
                              "record of it")
-        return self._stopped(self._request(resolved, RequestKind.CANCEL))
+        return job_control.stopped(job_control.request_stop(self.store, resolved, RequestKind.CANCEL))
 
     def suspend(self, job_id: str) -> JobStatus:
         """Stop the job's replicas and keep the job, to `resume`. `StillStopping` as for `cancel`."""
-        return self._stopped(self._request(self._resolve(job_id), RequestKind.SUSPEND))
-
-    @staticmethod
-    def _stopped(status: JobStatus) -> JobStatus:
-        if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
-            raise StillStopping(
-                f"job {status.job_id} is still {status.phase.value.lower()}: its supervisor has not stopped it "
-                "yet (a replica stuck in the kernel?); the request stands, check with: "
-                f"kubetrain status {status.job_id}"
-            )
-        return status
-
-    def _request(self, job_id: str, kind: RequestKind) -> JobStatus:
-        status = self._status(job_id)
-        if status.phase.is_terminal:
-            raise LocalError(f"job {job_id} has already ended ({status.phase.value})")
-        if status.phase is JobPhase.SUSPENDED:
-            if kind is RequestKind.SUSPEND:
-                return status
-            self.store.record_phase(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled while suspended")
-            return self._status(job_id)
-        self.store.add_request(job_id, kind)
-        record = self.store.supervisor_process(job_id)
-        pid = self.store.live_supervisor_pid(job_id)
-        if pid is None or record is None:  # created, not started yet (or gone): the request waits in the store
-            if status.phase is JobPhase.PENDING and kind is RequestKind.CANCEL:
-                self.store.record_phase(job_id, JobPhase.CANCELLED, "Cancelled", "cancelled before it started")
-            elif status.phase is JobPhase.PENDING:
-                # `run --detach` returns once the job is recorded; its supervisor may not have started yet.
-                # It reads the request when it does: wait for that as for a running job.
-                return wait_for(lambda: self._status(job_id), until=_stopped_or_ended, timeout=STOP_WAIT)
-            return self._status(job_id)
-        state = read_state(state_path(self.store, job_id))
-        # A supervisor running in a thread of someone's program polls for requests: a SIGTERM would end
-        # the program. Any other one is woken at once.
-        if state is None or state.pid != pid or state.signals:
-            with contextlib.suppress(ProcessLookupError):  # it ended just now: the wait below sees how
-                os.kill(pid, signal.SIGTERM)
-        status = wait_for(lambda: self._status(job_id), until=_stopped_or_ended, timeout=STOP_WAIT, stopped=record)
-        if _stopped_or_ended(status) or not is_stopped(*record):
-            return status
-        stop_without_supervisor(self.store, job_id, kind, record, state)
-        return self._status(job_id)
+        resolved = self._resolve(job_id)
+        return job_control.stopped(job_control.request_stop(self.store, resolved, RequestKind.SUSPEND))
 
     def resume(self, job_id: str) -> JobStatus:
         """Start a Suspended job again (a detached supervisor, new ports); its status once started."""
         job_id = self._resolve(job_id)
-        self._prepare_resume(job_id)
+        job_control.prepare_resume(self.store, job_id, self.gpus)
         start_detached(self.store, job_id)
         return self._status(job_id)
-
-    def _replan(self, job_id: str, job: TrainJob) -> LaunchRecord:
-        """A new launch record of a stored job (resumed, or scaled): new ports, the same folders and preloaded
-        modules, and this machine's verdict again (its GPUs may have changed; a refusal changes nothing)."""
-        old = self._stored_record(job_id)
-        cwd = old.cwd if old is not None else None
-        base_dir = Path(cwd) if cwd is not None else base_dir_of(job)
-        folders = None
-        if old is not None and cwd is not None:
-            # The same folders as before, each role's as recorded (a record stored before roles had their own
-            # holds one for all): the job file's folder is not stored, so they cannot be worked out again.
-            def folders(roles: Sequence[str]) -> dict[str, str]:
-                return {role: old.cwd_of(role) or cwd for role in roles}
-
-        return prepare_launch(
-            job,
-            job_id,
-            self.store.log_dir(job_id) / "files",
-            base_dir=base_dir,
-            cwd=cwd,
-            preload=old.preload if old is not None else (),
-            gpus=self.gpus,
-            folders=folders,
-            check_programs=True,
-        ).record
 
     def scale(self, job_id: str, replicas: int) -> JobStatus:
         """Change the number of workers of a running elastic job: the replicas added start and join the
         rendezvous, those removed (the highest indexes) are stopped gracefully. A `UsageError` naming the
         bounds outside [minReplicas, maxReplicas] or for a job that is not elastic."""
-        from ...jobspec import from_dict
-        from ...plan import scaled
-
-        job_id = self._resolve(job_id)
-        status = self._status(job_id)
-        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
-        job = scaled(job, replicas)  # the bounds first: a wrong count is wrong whatever the job's state
-        if status.phase.is_terminal:
-            raise LocalError(f"job {job_id} has already ended ({status.phase.value}): there is nothing to scale")
-        record = self._replan(job_id, job)
-        old = self._stored_record(job_id)
-        if old is not None and len(old.replicas) == len(record.replicas):
-            return status
-        self.store.set_spec_json(job_id, json.dumps(job.to_dict()))
-        self.store.set_plan_json(job_id, record.to_json())
-        self.store.add_replicas(job_id, [(r.role, r.index) for r in record.replicas])
-        if status.phase is JobPhase.SUSPENDED:
-            # Nothing runs: resume starts the new count.
-            if old is not None:
-                kept = {r.key for r in record.replicas}
-                self.store.remove_replicas(job_id, [(r.role, r.index) for r in old.replicas if r.key not in kept])
-            return self._status(job_id)
-        self.store.add_request(job_id, RequestKind.SCALE)
-        pid = self.store.live_supervisor_pid(job_id)
-        state = read_state(state_path(self.store, job_id))
-        # SIGUSR1 wakes a supervisor that has its handlers (one that polls reads the request by itself).
-        if pid is not None and state is not None and state.pid == pid and state.signals and state.supervising:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGUSR1)
-        return self._status(job_id)
-
-    def _prepare_resume(self, job_id: str) -> None:
-        """A Suspended job made ready to start again: a fresh launch record, phase Pending."""
-        status = self._status(job_id)
-        if status.phase is not JobPhase.SUSPENDED:
-            raise LocalError(f"job {job_id} is {status.phase.value}, not Suspended")
-        from ...jobspec import from_dict
-
-        job = from_dict(json.loads(self.store.get_spec_json(job_id)))
-        job = job.model_copy(update={"spec": job.spec.model_copy(update={"run_mode": "Immediate"})})
-        fresh = self._replan(job_id, job)
-        self.store.set_plan_json(job_id, fresh.to_json())
-        # This process takes the job over from the supervisor that suspended it before the job is Pending
-        # again: until the new supervisor records itself, a look at the job must see someone alive starting
-        # it, not the old supervisor's end (which would record the resumed job Failed).
-        write_state(state_path(self.store, job_id), os.getpid(), supervising=False, signals=False, detached=False)
-        self.store.set_job_phase(
-            job_id,
-            JobPhase.PENDING,
-            reason="Resumed",
-            message="resumed by request",
-            condition=Condition("Suspended", ConditionStatus.FALSE, "Resumed", "resumed by request", time.time()),
-        )
+        return job_control.scale(self.store, self._resolve(job_id), replicas, self.gpus)
 
     def delete(self, job_id: str) -> None:
         """Cancel the job if it runs, wait for its supervisor to exit, then forget the job and its logs.
@@ -582,31 +441,8 @@ class LocalBackend:
             stop_unrecorded(stray)  # a job running with no record in this store: stopped, then its folder goes
             shutil.rmtree(stray.folder, ignore_errors=True)
             return
-        # Found before the cancel: on its way out the supervisor clears its record, not its process.
-        supervisor = open_supervisor(self.store, job_id)
-        record = self.store.supervisor_process(job_id)
-        try:
-            status = self._status(job_id)
-            if not status.phase.is_terminal and status.phase is not JobPhase.SUSPENDED:
-                with contextlib.suppress(LocalError):  # it ended meanwhile: nothing to cancel
-                    self._request(job_id, RequestKind.CANCEL)
-            if supervisor is None:  # a detached supervisor may have recorded itself only now
-                supervisor = open_supervisor(self.store, job_id)
-                record = self.store.supervisor_process(job_id)
-            if supervisor is not None and record is not None:
-                pid, pidfd = supervisor
-                if not wait_supervisor_exit(self.store, job_id, pid, pidfd, start_time=record[1]):
-                    end_supervisor(self.store, job_id, pid, pidfd, record[1])
-        finally:
-            if supervisor is not None:
-                os.close(supervisor[1])
-        survivors = kill_job_processes(self.store, job_id)
-        if survivors:
-            raise LocalError(
-                f"job {job_id} not deleted: its processes {', '.join(map(str, survivors))} are still alive after "
-                "SIGKILL (stuck in the kernel?); try again once they are gone"
-            )
-        self.store.delete_job(job_id)
+        job_control.delete(self.store, job_id)
+
 
 if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signature (as the Kubernetes backend's)
     from ..base import Backend
@@ -615,7 +451,3 @@ if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signatu
 
 __all__ = ["LocalBackend", "LocalDescription"]
 
-
-def _stopped_or_ended(status: JobStatus) -> bool:
-    """What a stop request waits for: the job ended, or suspended (kept, to be resumed)."""
-    return status.phase.is_terminal or status.phase is JobPhase.SUSPENDED

@@ -14,7 +14,7 @@ import pytest
 
 import kubetrain
 from kubetrain.backends.base import RunResult
-from kubetrain.backends.local import job_start
+from kubetrain.backends.local import job_control, job_start
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
@@ -153,7 +153,8 @@ def test_a_resumed_job_is_pending_not_lost_before_its_new_supervisor_records_its
         assert backend.suspend(job_id).phase is JobPhase.SUSPENDED
         while alive(supervisor):  # the supervisor that suspended it finishes and exits (bounded by the timeout)
             time.sleep(0.05)
-        backend._prepare_resume(job_id)  # what resume does before it starts the new supervisor
+        # What resume does before it starts the new supervisor.
+        job_control.prepare_resume(backend.store, job_id, backend.gpus)
         status = backend.status(job_id)
     assert (status.phase, status.reason) == (JobPhase.PENDING, "Resumed"), status.summary_line()
 
