@@ -33,7 +33,7 @@ from ..contract.choices import BACKEND_ALIASES, DEFAULT_BACKEND
 from ..contract.errors import EXIT_FAILED, EXIT_INTERRUPTED, KubetrainError, UsageError
 
 if TYPE_CHECKING:
-    from ..contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
+    from ..contract.logs import GrepPattern, LogRecord, LogSink, LogStream, TimeBound
     from ..jobspec import TrainJob
     from ..metrics.sample import MetricSample
     from ..status import JobStatus
@@ -451,7 +451,9 @@ class Backend(Protocol):
         follow: bool = False,
         tail: int | None = None,
         since: TimeBound | None = None,
+        until: TimeBound | None = None,
         grep: str | GrepPattern | None = None,
+        stream: LogStream | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
@@ -460,8 +462,12 @@ class Backend(Protocol):
         """The job's output, merged across replicas in time order (`record.key` names the replica).
         `follow`: go on until the job ends, or until `stop` is set (from another thread: a reader that went
         away, such as a closed web page, whose follower would otherwise wait for the job's next line).
-        `on_missing(replica, why)`: a replica with no log yet. `on_note(text)`: a follow that streams only some
-        replicas (Kubernetes, `--max-log-requests`) says which, once."""
+        `since`/`until`: lines at or after / before these times (`until` ends the output: it cannot be
+        followed). `stream`: only the replicas' stdout or stderr (None: both) — where the backend can tell them
+        apart (locally; the Kubernetes API merges them: a `UsageError` says so). `on_missing(replica, why)`: a
+        replica with no log yet. `on_note(text)`: what the reader should know about where the lines come from,
+        once each: a follow that streams only some replicas (Kubernetes, `--max-log-requests`), logs read
+        from what this machine kept because the cluster has them no more."""
         ...
 
     def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:

@@ -79,9 +79,13 @@ def log_filters(args: argparse.Namespace) -> tuple[timedelta | None, re.Pattern[
 
 
 def print_records(records: Iterable[LogRecord], args: argparse.Namespace, sink: OutputSink) -> None:
-    """Log records as `kubetrain logs` shows them on every backend: prefixed, or bare with --no-prefix."""
+    """Log records as `kubetrain logs` shows them on every backend: prefixed, or bare with --no-prefix.
+    `--timestamps` as kubectl's, RFC 3339 with nanoseconds: a time copied from it into `--until` or `--since`
+    falls exactly on its line."""
+    from ..contract.logs import format_timestamp
+
     for rec in records:
-        text = f"{rec.time.isoformat()} {rec.text}" if args.timestamps else rec.text
+        text = f"{format_timestamp(rec.time_ns).decode()} {rec.text}" if args.timestamps else rec.text
         if args.no_prefix:
             if not sink.raw:
                 from ..terminal import sanitize

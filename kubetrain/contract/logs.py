@@ -17,11 +17,15 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .errors import KubetrainError, UsageError
 
 STREAMS = ("stdout", "stderr")
+
+LogStream = Literal["stdout", "stderr"]
+"""One of a replica's output streams, as `logs(stream=...)` and `--stream` take it (TorchX's `Stream`, less its
+`COMBINED`: leaving the stream out is both, merged)."""
 
 TimeBound = datetime | timedelta | float | int
 """A point in time: a datetime (naive is local time), an age (timedelta: that long ago), or epoch seconds."""
@@ -106,6 +110,32 @@ def parse_duration(text: str, option: str = "--since") -> timedelta:
         raise UsageError(f"{option} {text!r}: use a duration such as 30s, 5m, 2h or 1h30m")
     h, mi, s = (int(g) if g else 0 for g in m.groups())
     return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+def parse_time_bound(text: str, option: str) -> datetime | timedelta:
+    """`--until`'s (and the like's) value: an RFC 3339 time (`2026-11-27T16:20:00Z`, an offset, or no zone:
+    UTC, as the API's times), or a duration back from now as `--since` takes it (`30s`, `5m`, `1h30m`)."""
+    stripped = text.strip()
+    if stripped[:1].isdigit() and "T" in stripped.upper():
+        ns = parse_timestamp(stripped.upper().encode("ascii", "replace"))
+        if ns is None:
+            raise UsageError(f"{option} {text!r}: not an RFC 3339 time; use e.g. 2026-11-27T16:20:00Z, or a "
+                             "duration back from now such as 30s, 5m, 2h or 1h30m")
+        return datetime.fromtimestamp(ns / 1e9, UTC)
+    try:
+        return parse_duration(stripped, option)
+    except UsageError:
+        raise UsageError(f"{option} {text!r}: use an RFC 3339 time such as 2026-11-27T16:20:00Z, or a duration "
+                         "back from now such as 30s, 5m, 2h or 1h30m") from None
+
+
+def check_stream(stream: str | None) -> frozenset[str] | None:
+    """`stream` as a filter's set of streams (None: both); a clear error for anything else."""
+    if stream is None:
+        return None
+    if stream not in STREAMS:
+        raise UsageError(f"--stream {stream!r}: use stdout or stderr (leave it out for both)")
+    return frozenset((stream,))
 
 
 # -- records -----------------------------------------------------------------------------------------
@@ -214,14 +244,17 @@ __all__ = [
     "LogFilter",
     "LogRecord",
     "LogSink",
+    "LogStream",
     "SearchTooSlow",
     "TimeBound",
     "bound_ns",
+    "check_stream",
     "format_seconds",
     "format_timestamp",
     "grep_finds",
     "make_filter",
     "parse_duration",
     "parse_time",
+    "parse_time_bound",
     "parse_timestamp",
 ]

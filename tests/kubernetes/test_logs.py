@@ -8,13 +8,14 @@ from __future__ import annotations
 import io
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from kubetrain.backends.kubernetes.client.errors import KubernetesError
 from kubetrain.backends.kubernetes.logs import parse_line
+from kubetrain.contract.errors import UsageError
 from kubetrain.contract.logs import LogRecord
 from kubetrain.jobspec import from_dict
 from kubetrain.terminal import OutputSink
@@ -215,3 +216,30 @@ def test_a_follow_ends_when_its_reader_says_stop(emulated: Cluster) -> None:
     assert not done.is_set()  # the job runs on, quiet: the follow waits
     stop.set()
     assert done.wait(10)
+
+
+def test_until_is_applied_by_kubetrain_and_stream_is_refused(emulated: Cluster) -> None:
+    """The API has no `until`: kubetrain ends each stream at it (with --tail: the last lines before it). It
+    merges stdout and stderr: `stream` is refused with a hint, not answered with both."""
+    emu = emulated.emu
+    assert emu is not None
+    b, pods = _start(emulated, "window", replicas=2)
+    for pod in pods.values():
+        emu.set_pod_phase("default", pod, "Running")
+        emu.append_log("default", pod, "early 1\nearly 2\nearly 3\n")
+    cut = time.time()
+    while time.time() <= cut:  # the lines below are stamped after the cut
+        time.sleep(0.001)
+    for pod in pods.values():
+        emu.append_log("default", pod, "late 1\nlate 2\n")
+    until = datetime.fromtimestamp(cut, UTC)
+    assert sorted(r.text for r in b.logs("window", until=until)) == sorted(["early 1", "early 2", "early 3"] * 2)
+    assert [r.text for r in b.logs("window", until=until, tail=2, role="worker", index=1)] == ["early 2", "early 3"]
+    assert [r.text for r in b.logs("window", tail=2, role="worker", index=1)] == ["late 1", "late 2"]
+    assert list(b.logs("window", until=timedelta(hours=1))) == []
+    for stream in ("stdout", "stderr"):
+        with pytest.raises(UsageError, match="merges a container's stdout and stderr") as refused:
+            b.logs("window", stream=stream)
+        assert "leave --stream out" in str(refused.value)
+    with pytest.raises(UsageError, match="-f follows"):
+        b.logs("window", follow=True, until=until)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...contract.errors import JobNotFound, UsageError
 from ...contract.labels import JOB_LABEL
-from ...contract.logs import GrepPattern, LogRecord, LogSink
+from ...contract.logs import GrepPattern, LogRecord, LogSink, LogStream
 from ...contract.naming import label_value
 from ...contract.pause import pause_point
 from ...status import JobPhase, JobStatus
@@ -35,7 +35,7 @@ from .cluster import Cluster
 from .describe import Description
 from .flavors import AUTO_ORDER, FlavorUnavailable, get_flavor
 from .liveness import no_sign_of_life
-from .logs import LogTarget, Since, read_logs, targets_of
+from .logs import STREAMS_MERGED, LogTarget, Since, read_logs, targets_of
 from .lookup import Located, job_pods, list_jobs
 from .options import KubernetesOptions
 from .ssh_keys import fill_ssh_secrets
@@ -303,7 +303,9 @@ class KubernetesBackend(Cluster):
         follow: bool = False,
         tail: int | None = None,
         since: Since | None = None,
+        until: Since | None = None,
         grep: str | GrepPattern | None = None,
+        stream: LogStream | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
@@ -312,13 +314,19 @@ class KubernetesBackend(Cluster):
         """Every selected replica's log, merged in time order, records keyed ``role-index`` (the prefix).
 
         ``follow``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited
-        for. ``previous``: the container instance before the last restart. ``on_missing(replica, why)``
-        hears about replicas without a log (not started; no previous instance). A follow streams at most
-        ``max_log_requests`` replicas (:mod:`.log_choice`); ``on_note`` is told which, when some are left out."""
+        for. ``previous``: the container instance before the last restart. ``until``: applied by kubetrain (the
+        API has no such bound). ``stream``: refused, the API merging stdout and stderr (`STREAMS_MERGED`).
+        ``on_missing(replica, why)`` hears about replicas without a log (not started; no previous instance). A
+        follow streams at most ``max_log_requests`` replicas (:mod:`.log_choice`); ``on_note`` is told which,
+        when some are left out."""
         if index is not None and role is None:
             raise KubernetesError("--index needs --role")
         if follow and previous:
             raise KubernetesError("--previous reads a finished container: it cannot be followed")
+        if stream is not None:
+            raise UsageError(f"--stream {stream}: {STREAMS_MERGED}")
+        if follow and until is not None:
+            raise UsageError("--until ends the output at a time and -f follows new output: give one of them")
         loc = self._locate(job_id, None)
         roles = roles_of(loc.flavor, loc.workloads)
         if role is not None:
@@ -337,8 +345,8 @@ class KubernetesBackend(Cluster):
             if on_missing is not None:
                 on_missing(t.key, exc.message or exc.describe())
 
-        return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, grep=grep,
-                                          previous=previous, missing=missing), grep)
+        return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, until=until,
+                                          grep=grep, previous=previous, missing=missing), grep)
 
     def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
         """See `Backend.metrics`: the metric lines of the replicas' container logs (`kubetrain.metrics.MARKER`

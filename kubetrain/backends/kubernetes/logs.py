@@ -117,15 +117,29 @@ def _close(resp: Any) -> None:
 class LogFilter:
     since_ns: int | None = None
     grep: GrepPattern | None = None
+    #: records at or after this are left out (the API has no such bound: it is applied here)
+    until_ns: int | None = None
 
     def accepts(self, rec: LogRecord) -> bool:
         if self.since_ns is not None and rec.time_ns < self.since_ns:
             return False
+        if self.until_ns is not None and rec.time_ns >= self.until_ns:
+            return False
         return self.grep is None or grep_finds(self.grep, rec)
 
 
-def make_filter(since: Since | None = None, grep: str | GrepPattern | None = None) -> LogFilter:
-    return LogFilter(since_ns(since), re.compile(grep) if isinstance(grep, str) else grep)
+def make_filter(since: Since | None = None, grep: str | GrepPattern | None = None,
+                until: Since | None = None) -> LogFilter:
+    return LogFilter(since_ns(since), re.compile(grep) if isinstance(grep, str) else grep, since_ns(until))
+
+
+STREAMS_MERGED = (
+    "the Kubernetes API merges a container's stdout and stderr into one log, so kubetrain cannot tell them apart "
+    "there; leave --stream out (both streams), or --grep for what the program writes to one of them (or run the "
+    "job locally, whose logs keep each line's stream)"
+)
+"""Why `--stream` is refused on Kubernetes: the `pods/log` API has no stream parameter (TorchX's Kubernetes
+scheduler refuses every stream but COMBINED for the same reason)."""
 
 
 # --------------------------------------------------------------------------------------------- one-shot
@@ -149,21 +163,34 @@ def read_logs(
     *,
     tail: int | None = None,
     since: Since | None = None,
+    until: Since | None = None,
     grep: str | GrepPattern | None = None,
     previous: bool = False,
     missing: Callable[[LogTarget, ApiError], None] | None = None,
 ) -> Iterator[LogRecord]:
     """The logs of ``targets`` as they are now, merged in time order (``tail`` per replica, as kubectl).
 
+    ``until`` is applied here, the API having no such bound: a container's lines are in time order, so its
+    stream is left at the first line at or after it. With ``tail`` too, the last lines *before* ``until`` are
+    meant, which the API's ``tailLines`` (the log's last lines) cannot give: the log is then read up to
+    ``until`` and its last ``tail`` lines kept here.
+
     A replica whose container has not started has no log yet (``missing`` is told, nothing raised).
     """
-    flt = make_filter(since, grep)
+    flt = make_filter(since, grep, until)
+    server_tail = tail if flt.until_ns is None else None
 
     def one(t: LogTarget) -> list[LogRecord]:
         try:
-            resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=tail,
+            resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=server_tail,
                                 since_seconds=_since_seconds(flt.since_ns))
-            return [r for r in iter_stream(resp, t.key) if flt.accepts(r)]
+            kept: list[LogRecord] = []
+            for rec in iter_stream(resp, t.key):
+                if flt.until_ns is not None and rec.time_ns >= flt.until_ns:
+                    break  # the rest is later still: the stream is closed unread
+                if flt.accepts(rec):
+                    kept.append(rec)
+            return kept if tail is None or server_tail is not None else kept[-tail:] if tail else []
         except ApiError as exc:
             if exc.status in (400, 404) and missing is not None:
                 missing(t, exc)
@@ -538,5 +565,5 @@ def _split_key(key: str) -> tuple[str, int]:
     return role, int(index)
 
 
-__all__ = ["LogFilter", "LogFollower", "LogTarget", "iter_stream", "make_filter", "parse_line", "read_logs",
-           "since_ns", "targets_of"]
+__all__ = ["STREAMS_MERGED", "LogFilter", "LogFollower", "LogTarget", "iter_stream", "make_filter", "parse_line",
+           "read_logs", "since_ns", "targets_of"]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...contract import env_names
 from ...contract.errors import JobNotFound, UsageError
-from ...contract.logs import GrepPattern, LogRecord, LogSink, TimeBound
+from ...contract.logs import GrepPattern, LogRecord, LogSink, LogStream, TimeBound, check_stream
 from ...contract.pause import pause_point
 from ...status import REASON_NOT_IN_STORE, JobPhase, JobStatus
 from ..base import (
@@ -282,7 +282,9 @@ class LocalBackend:
         follow: bool = False,
         tail: int | None = None,
         since: TimeBound | None = None,
+        until: TimeBound | None = None,
         grep: str | GrepPattern | None = None,
+        stream: LogStream | None = None,
         previous: bool = False,
         on_missing: Callable[[str, str], None] | None = None,
         stop: threading.Event | None = None,
@@ -290,13 +292,17 @@ class LocalBackend:
     ) -> Iterator[LogRecord]:
         """See `Backend.logs`. Read from the replicas' log files; `follow` ends once the job has ended; while
         it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
-        every attempt). Every replica's file is read: `on_note` has nothing to say."""
+        every attempt). The files keep each record's stream, so `stream` picks stdout or stderr. Every
+        replica's file is read, and kept as long as the job: `on_note` has nothing to say."""
         from .log_follow import follow_log
         from .log_reader import merge_logs
 
         job_id = self._resolve(job_id)
         if index is not None and role is None:
             raise UsageError("--index needs --role")
+        if follow and until is not None:
+            raise UsageError("--until ends the output at a time and -f follows new output: give one of them")
+        streams = check_stream(stream)
         try:
             pattern = re.compile(grep) if isinstance(grep, str) else grep
         except re.error as exc:
@@ -306,12 +312,13 @@ class LocalBackend:
             what = f"role {role}" + (f" index {index}" if index is not None else "")
             raise LocalError(f"job {job_id} has no replica matching {what}")
         if follow:
-            return follow_log(paths, self._follow_until(job_id, stop), since=since, tail=tail, grep=pattern)
+            return follow_log(paths, self._follow_until(job_id, stop), since=since, tail=tail, grep=pattern,
+                              streams=streams)
         if on_missing is not None:
             for key, path in paths.items():
                 if not path.exists():
                     on_missing(key, "no log yet (not started)")
-        return merge_logs(paths, since=since, tail=tail, grep=pattern)
+        return merge_logs(paths, since=since, until=until, tail=tail, grep=pattern, streams=streams)
 
     def _log_paths(self, job_id: str, role: str | None = None, index: int | None = None) -> dict[str, Path]:
         """Process key → log file, in replica order (several per replica with procsPerReplica > 1)."""

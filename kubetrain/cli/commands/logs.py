@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 
+from ...contract.errors import EXIT_USAGE
+from ...contract.logs import parse_time_bound
+from ..errors import CliError
 from ..options import add_backend, add_raw, non_negative, open_backend_for
 from ..output import log_filters, print_records, say
 
@@ -18,7 +21,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", type=int, help="only this replica index (with --role)")
     p.add_argument("--tail", type=non_negative, metavar="N", help="last N lines of each replica")
     p.add_argument("--since", metavar="DURATION", help="only newer lines, e.g. 30s, 5m, 2h")
+    p.add_argument(
+        "--until",
+        metavar="TIME",
+        help="only older lines: an RFC 3339 time (2026-11-27T16:20:00Z) or a duration back from now (5m); not with -f",
+    )
     p.add_argument("--grep", metavar="REGEX", help="only lines matching REGEX")
+    p.add_argument(
+        "--stream",
+        choices=("stdout", "stderr"),
+        help="only the replicas' stdout or stderr (local; the Kubernetes API merges them, so it is refused there)",
+    )
     p.add_argument("--timestamps", action="store_true", help="prefix each line with its time")
     p.add_argument("--no-prefix", action="store_true", help="omit the [role-index] prefix")
     p.add_argument("--previous", action="store_true", help="Kubernetes: the container before its last restart")
@@ -30,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from ...terminal import OutputSink
 
     since, grep = log_filters(args)
+    until = parse_time_bound(args.until, "--until") if args.until else None
+    if args.follow and until is not None:
+        raise CliError("--until ends the output at a time and -f follows new output: give one of them", EXIT_USAGE)
     with open_backend_for(args) as backend:
         if args.follow:
             status = backend.status(args.job)
@@ -46,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
             follow=args.follow,
             tail=args.tail,
             since=since,
+            until=until,
             grep=grep.pattern if grep is not None else None,
+            stream=args.stream,
             previous=args.previous,
             on_missing=lambda replica, why: say(f"kubetrain: {replica}: {why}"),
             on_note=lambda text: say(f"kubetrain: {text}"),
