@@ -14,8 +14,8 @@ import pytest
 from kubetrain.backends.base import StillStopping
 from kubetrain.backends.local import job_control, job_start
 from kubetrain.backends.local.launch import LaunchRecord
-from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor import Supervisor
+from kubetrain.backends.logfiles.reader import iter_log
 from kubetrain.restart_policy import LOCAL_BACKOFF_BASE
 from kubetrain.status import JobPhase, JobStatus, ReplicaPhase
 from tests.support.helpers import (

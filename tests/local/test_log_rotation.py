@@ -12,9 +12,9 @@ import pytest
 
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.log_follow import follow_log
-from kubetrain.backends.local.log_format import rotated_away
-from kubetrain.backends.local.log_reader import iter_log, log_files
-from kubetrain.backends.local.log_writer import LogWriter, parse_size, rotation_from_env
+from kubetrain.backends.logfiles.format import rotated_away
+from kubetrain.backends.logfiles.reader import iter_log, log_files
+from kubetrain.backends.logfiles.writer import LogWriter, parse_size, rotation_from_env
 from kubetrain.contract import env_names
 from tests.support.helpers import cli, exec_job, job_file, no_traceback, write
 

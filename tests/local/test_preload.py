@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.local._watchdog import TAG_VAR, kill_tagged
-from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.preload import common_env, fork_target, is_python
 from kubetrain.backends.local.processes import ExitEvent, LaunchSpec, ProcessGroup
+from kubetrain.backends.logfiles.reader import iter_log
 from kubetrain.status import JobPhase
 from tests.local.test_processes import wait_until
 from tests.support.helpers import alive, cli, log_lines, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)

@@ -20,15 +20,17 @@ from typing import Any
 
 import pytest
 
-from kubetrain.backends.local import log_format, log_reader, spawning
+from kubetrain.backends.local import spawning
 from kubetrain.backends.local._watchdog import TAG_VAR, add_tag, kill_tagged
 from kubetrain.backends.local.job_processes import kill_recorded
 from kubetrain.backends.local.log_follow import follow_log
-from kubetrain.backends.local.log_reader import iter_log, merge_logs
-from kubetrain.backends.local.log_writer import LineAssembler, LogWriter
 from kubetrain.backends.local.processes import ExitEvent, LaunchSpec, ProcessGroup
 from kubetrain.backends.local.procfs import proc_start_time
 from kubetrain.backends.local.spawning import find_program
+from kubetrain.backends.logfiles import format as log_format
+from kubetrain.backends.logfiles import reader as log_reader
+from kubetrain.backends.logfiles.reader import iter_log, merge_logs
+from kubetrain.backends.logfiles.writer import LineAssembler, LogWriter
 from kubetrain.contract.logs import LogRecord
 from kubetrain.terminal import OutputSink
 from tests.support.helpers import alive

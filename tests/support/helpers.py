@@ -25,7 +25,7 @@ import yaml
 
 from kubetrain.backends.local import job_start
 from kubetrain.backends.local.backend import LocalBackend
-from kubetrain.backends.local.log_reader import iter_log
+from kubetrain.backends.logfiles.reader import iter_log
 from kubetrain.jobspec import TrainJob, from_dict
 from kubetrain.status import JobPhase, JobStatus
 

@@ -294,8 +294,8 @@ class LocalBackend:
         it is suspended, it waits for it to be resumed. `previous` has no meaning here (a replica's log holds
         every attempt). The files keep each record's stream, so `stream` picks stdout or stderr. Every
         replica's file is read, and kept as long as the job: `on_note` has nothing to say."""
+        from ..logfiles.reader import merge_logs
         from .log_follow import follow_log
-        from .log_reader import merge_logs
 
         job_id = self._resolve(job_id)
         if index is not None and role is None:

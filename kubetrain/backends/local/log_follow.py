@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ...contract.logs import GrepPattern, LogFilter, LogRecord, TimeBound, make_filter
-from .log_format import parse_record
-from .log_reader import complete_end, iter_range, open_log_files, rotation_marker
+from ..logfiles.format import parse_record
+from ..logfiles.reader import complete_end, iter_range, open_log_files, rotation_marker
 
 
 @dataclass

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...contract.logs import LogSink
+from ..logfiles.writer import LineAssembler, LogWriter, append_note, rotation_from_env
 from ._watchdog import TAG_VAR, add_tag, kill_tagged, make_tag, signal_tagged
 from .live_output import LiveOutput
-from .log_writer import LineAssembler, LogWriter, append_note, rotation_from_env
 from .preload import ForkServerSlot, PreloadError, PreloadServer, fork_target
 from .procfs import proc_start_time
 from .replica_logs import LogNotice, ReplicaLogs

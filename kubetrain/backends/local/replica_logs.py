@@ -1,6 +1,6 @@
 """The log files of a process group's replicas, and what is said when one could not take every line.
 
-Every line a replica prints goes to its log first (`log_writer.LogWriter`). On a full disk a writer counts
+Every line a replica prints goes to its log first (`logfiles.writer.LogWriter`). On a full disk a writer counts
 what it could not write rather than lose it unsaid; this says so twice, for two readers: once on the
 terminal when the first log stops taking lines, and for each log closed with lines missing, in the job's
 record (`LogNotice`, which the supervisor turns into a LogTruncated condition). A marker that found no room
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .log_writer import Gap, LogWriter, append_note
+from ..logfiles.writer import Gap, LogWriter, append_note
 
 
 @dataclass(frozen=True)

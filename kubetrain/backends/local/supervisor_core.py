@@ -31,10 +31,10 @@ from ...status import (
     JobStatus,
     ReplicaPhase,
 )
+from ..logfiles.reader import iter_log
 from .job_processes import kill_recorded
 from .launch import LaunchRecord, files_root
 from .live_output import Messages
-from .log_reader import iter_log
 from .processes import ExitEvent, LaunchSpec, ProcessGroup
 from .replica_env import replica_base_env, saved_environment
 from .store import JobStore

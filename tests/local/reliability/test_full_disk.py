@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kubetrain.backends.local.log_reader import iter_log
 from kubetrain.backends.local.supervisor_state import Heartbeat, read_state, write_state
+from kubetrain.backends.logfiles.reader import iter_log
 from tests.support.helpers import alive, job_file, wait_for, wait_gone
 
 LINES = 60_000

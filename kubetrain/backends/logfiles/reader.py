@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from ...contract import env_names
 from ...contract.logs import GrepPattern, LogFilter, LogRecord, TimeBound, make_filter, parse_timestamp
-from .log_format import human_size, parse_record, record_boundary, rotated_away, rotated_path
+from .format import human_size, parse_record, record_boundary, rotated_away, rotated_path
 
 
 def rotation_marker(path: Path, key: str = "") -> LogRecord | None:

@@ -4,7 +4,7 @@ The supervisor's process group writes every line a replica prints here first, be
 (`log_format` says what a record is). A full disk must neither stop the job nor lose output unsaid, so a
 writer counts what it could not write and marks the gap in the file once there is room (`Gap`); a log must
 not fill the disk either, so it rotates past a size and keeps a count of what rotation removed, which
-readers show (`log_format.rotated_away`).
+readers show (`format.rotated_away`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ...contract import env_names
 from ...contract.logs import format_timestamp, parse_timestamp
-from .log_format import MAX_LINE, ROTATED_SUFFIX, human_size, record_boundary, rotated_away, rotated_path
+from .format import MAX_LINE, ROTATED_SUFFIX, human_size, record_boundary, rotated_away, rotated_path
 
 #: A replica's log is rotated once it passes this many bytes (the kubelet's containerLogMaxSize, 10Mi).
 DEFAULT_MAX_SIZE = 10 * 1024 * 1024
