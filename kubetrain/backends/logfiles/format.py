@@ -1,4 +1,4 @@
-"""The format of replica log files, which their writer (`log_writer`) and readers (`log_reader`, `log_follow`) share.
+"""The format of kubetrain's log files, shared by their writer (`writer`) and readers (`reader`, `log_follow`).
 
 Log files use the CRI container log format that the kubelet writes under
 ``/var/log/pods``, one record per line::

@@ -4,7 +4,7 @@ A log is read while it is written and rotated, by other processes than its write
 files of a log as one consistent set (`open_log_files`) and reads each only up to its last complete record:
 it never shows half a record, never skips a rotated file nor reads one twice. Looking for a time is a
 binary search over the records' timestamps, and `tail` reads backwards, so `logs --since` and `--tail` cost
-what they show, not the size of the log. Following a log as it grows is `log_follow`'s.
+what they show, not the size of the log. Following a log as it grows is the local backend's `log_follow`'s.
 """
 
 from __future__ import annotations

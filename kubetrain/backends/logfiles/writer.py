@@ -1,7 +1,7 @@
 """Writing a replica's log file: records appended whole, rotated as the kubelet rotates, never a line lost silently.
 
 The supervisor's process group writes every line a replica prints here first, before anything else sees it
-(`log_format` says what a record is). A full disk must neither stop the job nor lose output unsaid, so a
+(`format` says what a record is). A full disk must neither stop the job nor lose output unsaid, so a
 writer counts what it could not write and marks the gap in the file once there is room (`Gap`); a log must
 not fill the disk either, so it rotates past a size and keeps a count of what rotation removed, which
 readers show (`format.rotated_away`).
