@@ -49,6 +49,8 @@ LOG_MAX_SIZE = "KUBETRAIN_LOG_MAX_SIZE"
 kubelet's containerLogMaxSize; 0 turns rotation off). Read by the supervisor that writes the logs."""
 LOG_MAX_FILES = "KUBETRAIN_LOG_MAX_FILES"
 """The local backend: log files kept per replica, the one being written included (containerLogMaxFiles)."""
+KEPT_LOGS_MAX_SIZE = "KUBETRAIN_KEPT_LOGS_MAX_SIZE"
+"""Kubernetes: the most disk the logs kept of one job take on this machine (`256Mi`; 0: keep none)."""
 
 # -- where `kubetrain.metrics.log` writes ------------------------------------------------------------
 METRICS_FILE = "KUBETRAIN_METRICS_FILE"
@@ -70,6 +72,7 @@ __all__ = [
     "HOME",
     "HOSTFILE",
     "JOB",
+    "KEPT_LOGS_MAX_SIZE",
     "LOCAL_RANK",
     "LOCAL_TAG",
     "LOG_MAX_FILES",

@@ -95,9 +95,14 @@ def bound_ns(bound: TimeBound | None) -> int | None:
     if isinstance(bound, timedelta):
         return time.time_ns() - int(bound.total_seconds() * 1e9)
     if isinstance(bound, datetime):
-        # A naive datetime is local time, as datetime.timestamp() has it.
-        return int(bound.timestamp() * 1e9)
+        # A naive datetime is local time, as datetime.timestamp() has it. Counted in whole microseconds, not
+        # through a float (which is 100 ns off by now): a time copied from `--timestamps` must fall exactly.
+        aware = bound if bound.tzinfo is not None else bound.astimezone()
+        return (aware - _EPOCH) // timedelta(microseconds=1) * 1000
     return int(bound * 1e9)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")

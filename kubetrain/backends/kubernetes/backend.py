@@ -45,6 +45,7 @@ from .submit import DryRunReport, NameTaken, Submission, dry_run, submit
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
     from ...metrics.sample import MetricSample
+    from ..logfiles.kept import KeptJob
     from .render import Rendered
 
 _NAME_RETRIES = 5
@@ -327,7 +328,17 @@ class KubernetesBackend(Cluster):
             raise UsageError(f"--stream {stream}: {STREAMS_MERGED}")
         if follow and until is not None:
             raise UsageError("--until ends the output at a time and -f follows new output: give one of them")
-        loc = self._locate(job_id, None)
+        from ..logfiles import kept  # only `logs` reads them: no other verb pays for the import
+
+        try:
+            loc = self._locate(job_id, None)
+        except JobNotFound:
+            # The job is gone (cancelled, deleted): what this machine kept of its logs, if anything.
+            found = kept.find(self.context, self.namespace, job_id)
+            if found is None:
+                raise
+            return self._kept_logs(found, f"job {job_id} is no longer on the cluster", role, index, tail, since,
+                                   until, grep, on_note)
         roles = roles_of(loc.flavor, loc.workloads)
         if role is not None:
             info = next((r for r in roles if r.role == role), None)
@@ -340,6 +351,12 @@ class KubernetesBackend(Cluster):
             return _without_metrics(records, grep)
         grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace, loc.pods), roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
+        if not targets:
+            # No pod left (deleted, or the job's TTL): the API has no log of it, this machine may.
+            found = kept.find(self.context, loc.namespace, loc.name, str(meta(loc.root).get("uid") or ""))
+            if found is not None:
+                return self._kept_logs(found, f"job {loc.name} has no pods left", role, index, tail, since, until,
+                                       grep, on_note)
 
         def missing(t: LogTarget, exc: ApiError) -> None:
             if on_missing is not None:
@@ -347,6 +364,22 @@ class KubernetesBackend(Cluster):
 
         return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, until=until,
                                           grep=grep, previous=previous, missing=missing), grep)
+
+    def _kept_logs(self, found: KeptJob, why: str, role: str | None, index: int | None, tail: int | None,
+                   since: Since | None, until: Since | None, grep: str | GrepPattern | None,
+                   on_note: Callable[[str], None] | None) -> Iterator[LogRecord]:
+        """The logs this machine kept of a job (`logfiles.kept`), filtered as the API's are, said once to
+        `on_note` with where and when they were saved."""
+        paths = found.paths(role, index)
+        if role is not None and not paths:
+            what = f"role {role}" + (f" index {index}" if index is not None else "")
+            have = ", ".join(found.paths()) or "none"
+            raise KubernetesError(f"{why}, and the logs kept of it on this machine have no {what} (kept: {have})")
+        if on_note is not None:
+            on_note(f"{why}: reading the logs this machine kept of it, {found.describe()}, "
+                    f"{len(found.paths())} replica(s) ({found.path})")
+        return _without_metrics(found.read(role=role, index=index, tail=tail, since=since, until=until, grep=grep),
+                                grep)
 
     def metrics(self, job_id: str, *, follow: bool = False) -> Iterator[MetricSample]:
         """See `Backend.metrics`: the metric lines of the replicas' container logs (`kubetrain.metrics.MARKER`

@@ -44,9 +44,14 @@ class Cluster:
         self.options = options
         context_namespace: str | None = None
         source = "api client"
+        host = getattr(getattr(api_client, "configuration", None), "host", "")
+        self.context = host or "api-client"
+        """The kubeconfig context (a configured api client: its server): what is kept of this cluster's jobs on
+        this machine (their logs) is filed under it."""
         if api_client is None:
             conn = connect(options.kubeconfig, options.context, in_cluster=options.in_cluster)
             api_client, context_namespace, source = conn.api_client, conn.namespace, conn.source
+            self.context = conn.context
         self.kube = Kube(api_client, retry, known=workload_resources())
         self.namespace = options.namespace or context_namespace or "default"
         self._caps: Capabilities | None = None

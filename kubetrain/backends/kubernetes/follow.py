@@ -23,9 +23,10 @@ from .describe import last_lines, pending_reason
 from .flavors import Flavor, flavor_of
 from .logs import LogFollower, Since
 from .lookup import Located, PodScope, job_not_found, ordered
-from .status_map import PodIndex, group_pods, job_status, roles_of
+from .status_map import PodIndex, group_pods, job_status, meta, roles_of
 
 if TYPE_CHECKING:
+    from ..logfiles.kept import Keeper
     from .cluster import Cluster
     from .watch import JobWatch
 
@@ -123,7 +124,8 @@ def follow(
     follower: LogFollower | None = None
     if sink is not None:
         follower = LogFollower(backend.kube, jw.namespace, jw, state, grace=backend.options.log_grace,
-                               max_streams=backend.options.max_log_requests, note=say, job=name)
+                               max_streams=backend.options.max_log_requests, note=say, job=name,
+                               keep=keeper(backend, jw, name, "kubetrain run"))
         out = sink
 
         def pump() -> None:
@@ -269,10 +271,30 @@ def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | N
         jw.wait_synced(30)
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name, loc.flavor), role=role,
                                index=index, tail=tail, since=since, grep=grep, grace=backend.options.log_grace,
-                               stop=stop, max_streams=backend.options.max_log_requests, note=note, job=loc.name)
+                               stop=stop, max_streams=backend.options.max_log_requests, note=note, job=loc.name,
+                               keep=keeper(backend, jw, loc.name, "kubetrain logs -f"))
         yield from follower
     finally:
         jw.stop()
+
+
+def keeper(backend: Cluster, jw: JobWatch, name: str, by: str) -> Keeper | None:
+    """Where a follower keeps what it reads of the job's logs on this machine (`logfiles.kept`), filed under
+    the cluster's context, the namespace and the job's uid (read from the watch at the first line); None when
+    `KUBETRAIN_KEPT_LOGS_MAX_SIZE` is 0."""
+    from ..logfiles.kept import Keeper, max_bytes_from_env
+
+    limit = max_bytes_from_env()
+    if limit <= 0:
+        return None
+
+    def uid() -> str | None:
+        workloads = jw.snapshot()[0]
+        if not workloads:
+            return None
+        return str(meta(ordered(workloads)[0]).get("uid") or "") or None
+
+    return Keeper(backend.context, jw.namespace, name, uid, by=by, max_bytes=limit)
 
 
 def as_error(exc: BaseException) -> KubernetesError:

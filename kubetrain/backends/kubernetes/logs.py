@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...contract.logs import GrepPattern, LogRecord, format_seconds, grep_finds, parse_timestamp
 from ...status import JobStatus
@@ -37,6 +37,9 @@ from .client.kube import Kube
 from .log_choice import LAST_LINES, Choice, choose, key_of
 from .status_map import PodIndex, main_container_status
 from .workload import JSON, meta
+
+if TYPE_CHECKING:
+    from ..logfiles.kept import Keeper
 
 Since = timedelta | datetime | float | int
 
@@ -294,6 +297,7 @@ class LogFollower:
         max_streams: int | None = None,
         note: Callable[[str], None] | None = None,
         job: str = "",
+        keep: Keeper | None = None,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -316,6 +320,9 @@ class LogFollower:
         self._restarts_seen: dict[str, int] = {}
         self._tails_running = 0
         self._tail_pool: ThreadPoolExecutor | None = None
+        self._keep = keep
+        """Where every line read is kept (before the filters: the kept log is the replica's, not this
+        reader's view of it), for `logs` once the pods are gone; closed when the follow ends."""
 
     def stop(self) -> None:
         self._stopped.set()
@@ -377,8 +384,8 @@ class LogFollower:
 
         threading.Thread(target=pump, name=f"log-{rep.key}", daemon=True).start()
 
-    def _accept(self, uid: str, rec: LogRecord) -> bool:
-        """False for a line already shown (a re-read), or one the filters leave out."""
+    def _is_new(self, uid: str, rec: LogRecord) -> bool:
+        """False for a line already read (a re-read of the same pod)."""
         ps = self._replicas[rec.key].pods[uid]
         if rec.time_ns < ps.last_ns:
             return False
@@ -389,7 +396,7 @@ class LogFollower:
             ps.at_last_ns += 1
         else:
             ps.last_ns, ps.at_last_ns, ps.skip_equal = rec.time_ns, 1, 0
-        return self.filter.accepts(rec)
+        return True
 
     def _step(self, status: JobStatus | None, grouped: PodIndex, containers: dict[str, str | None]) -> bool:
         """Open what can be opened; True when nothing is left to read."""
@@ -397,6 +404,8 @@ class LogFollower:
         first_step, self._first_step = self._first_step, False
         outstanding = self._tails_running > 0
         known = [(r.role, r.index) for r in (status.replicas if status is not None else [])]
+        if self._keep is not None and known:
+            self._keep.replicas = max(self._keep.replicas, len(known))
         self._choice.update(ri for ri in [*known, *grouped.current] if self._selects(*ri))
         if not self._noted and status is not None and self._choice.left_out and self._note is not None:
             self._noted = True
@@ -532,12 +541,18 @@ class LogFollower:
                         return  # the job is over; what still streams hosts a launcher's processes
                     timeout = left if timeout is None else min(timeout, left)
                 item = self._get(timeout if timeout is None else max(timeout, 0.001))
+                keep = self._keep
                 while item is not None:
                     if isinstance(item, tuple):
                         uid, rec = item
-                        if self._accept(uid, rec):
-                            yield rec
+                        if self._is_new(uid, rec):
+                            if keep is not None:
+                                keep.add(rec)
+                            if self.filter.accepts(rec):
+                                yield rec
                     elif isinstance(item, LogRecord):  # a not-followed replica's last lines
+                        if keep is not None:
+                            keep.add(item)
                         if self.filter.accepts(item):
                             yield item
                     elif isinstance(item, _Tail):
@@ -545,8 +560,12 @@ class LogFollower:
                     elif isinstance(item, _End):
                         self._ended(item)
                     item = self._get(0)
+                if keep is not None:
+                    keep.flush()  # nothing more to read for now: what was read is on disk
         finally:
             self.stop()
+            if self._keep is not None:
+                self._keep.close()
             if self._tail_pool is not None:
                 self._tail_pool.shutdown(wait=False, cancel_futures=True)
             for rep in self._replicas.values():

@@ -26,6 +26,7 @@ from typing import Self
 
 from ...contract import env_names
 from ...contract.errors import KubetrainError
+from ...contract.state_dir import state_dir
 from .disk_reserve import DiskReserve
 
 #: Overrides the state directory (tests, several independent installations, shared scratch disks).
@@ -39,18 +40,6 @@ _ROLE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 class StoreError(KubetrainError):
     """The job store cannot do what was asked."""
-
-
-def state_dir() -> Path:
-    """``$KUBETRAIN_HOME``, else ``$XDG_STATE_HOME/kubetrain``, else ``~/.local/state/kubetrain``."""
-    home = os.environ.get(ENV_HOME)
-    if home:
-        return Path(home).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    # The XDG spec says a relative path is invalid and must be ignored.
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "kubetrain"
-    return Path.home() / ".local" / "state" / "kubetrain"
 
 
 def _writable(path: Path) -> bool:

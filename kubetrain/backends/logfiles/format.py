@@ -52,6 +52,16 @@ def rotated_away(path: Path) -> dict[str, int]:
         return dict.fromkeys(_ROTATED_KEYS, 0)
 
 
+def rotated_why(path: Path) -> str | None:
+    """What set the bound that rotation kept the log ``path`` to, as its writer said it (``why`` in the
+    ``.rotated`` record); None for the local backend's replica logs, whose bound the reader names."""
+    try:
+        why = json.loads(path.with_name(path.name + ROTATED_SUFFIX).read_text()).get("why")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return why if isinstance(why, str) and why else None
+
+
 def human_size(n: int) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

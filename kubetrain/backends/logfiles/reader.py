@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from ...contract import env_names
 from ...contract.logs import GrepPattern, LogFilter, LogRecord, TimeBound, make_filter, parse_timestamp
-from .format import human_size, parse_record, record_boundary, rotated_away, rotated_path
+from .format import human_size, parse_record, record_boundary, rotated_away, rotated_path, rotated_why
 
 
 def rotation_marker(path: Path, key: str = "") -> LogRecord | None:
@@ -27,11 +27,14 @@ def rotation_marker(path: Path, key: str = "") -> LogRecord | None:
     gone = rotated_away(path)
     if not gone["lines"]:
         return None
+    why = rotated_why(path) or (
+        f"a replica's log keeps {gone['max_files']} files of {human_size(gone['max_size'])};"
+        f" {env_names.LOG_MAX_SIZE} and {env_names.LOG_MAX_FILES} set that"
+    )
     text = (
         f"kubetrain: {gone['lines']:,} earlier line{'s' if gone['lines'] != 1 else ''}"
         f" ({human_size(gone['bytes'])} in {gone['files']} file{'s' if gone['files'] != 1 else ''})"
-        f" rotated away (a replica's log keeps {gone['max_files']} files of {human_size(gone['max_size'])};"
-        f" {env_names.LOG_MAX_SIZE} and {env_names.LOG_MAX_FILES} set that)"
+        f" rotated away ({why})"
     )
     return LogRecord(gone["until_ns"], "stderr", text, False, key)
 
@@ -101,7 +104,7 @@ def _seek_since(f: BinaryIO, start: int, end: int, since: int) -> int:
     return f.tell()
 
 
-def _lines_backwards(f: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+def lines_backwards(f: BinaryIO, start: int, end: int) -> Iterator[bytes]:
     """The lines of ``f[start:end]`` (``end`` just after a newline), last first."""
     head = b""
     pos = end
@@ -125,7 +128,7 @@ def iter_range(f: BinaryIO, start: int, end: int, flt: LogFilter, tail: int | No
         if tail <= 0:
             return
         picked: list[LogRecord] = []
-        for raw in _lines_backwards(f, start, end):
+        for raw in lines_backwards(f, start, end):
             rec = parse_record(raw, key)
             if rec is None:
                 continue

@@ -125,9 +125,13 @@ class LogWriter:
         max_files: int = DEFAULT_MAX_FILES,
         headroom: int = DISK_HEADROOM,
         on_gap: Callable[[Gap], None] | None = None,
+        rotation_why: str | None = None,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.rotation_why = rotation_why
+        """What sets ``max_size`` and ``max_files``, for readers to say with what rotation removed (None: the
+        replica log's own settings, which the reader names)."""
         self.max_size = max_size
         self.max_files = max(1, max_files)
         self.headroom = headroom
@@ -287,14 +291,14 @@ class LogWriter:
         """log → log.1 → log.2 …; the file past ``max_files`` is removed and accounted for."""
         keep = self.max_files - 1
         if keep <= 0:
-            _forget(self.path, self.path, self.max_size, self.max_files)
+            _forget(self.path, self.path, self.max_size, self.max_files, self.rotation_why)
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, 0)
             self._size = 0
             return
         oldest = rotated_path(self.path, keep)
         if oldest.exists():
-            _forget(self.path, oldest, self.max_size, self.max_files)
+            _forget(self.path, oldest, self.max_size, self.max_files, self.rotation_why)
         for n in range(keep - 1, -1, -1):
             with contextlib.suppress(FileNotFoundError):
                 os.rename(rotated_path(self.path, n), rotated_path(self.path, n + 1))
@@ -303,7 +307,7 @@ class LogWriter:
         self._size = 0
 
 
-def _forget(log: Path, path: Path, max_size: int, max_files: int) -> None:
+def _forget(log: Path, path: Path, max_size: int, max_files: int, why: str | None = None) -> None:
     """Remove ``path``, a rotated file of ``log``, adding what it held to the ``.rotated`` record."""
     try:
         with open(path, "rb") as f:
@@ -314,7 +318,7 @@ def _forget(log: Path, path: Path, max_size: int, max_files: int) -> None:
     last = data[: data.rfind(b"\n")].rsplit(b"\n", 1)[-1] if lines else b""
     until = parse_timestamp(last.split(b" ", 1)[0]) or 0
     before = rotated_away(log)
-    record = {
+    record: dict[str, int | str] = {
         "lines": before["lines"] + lines,
         "bytes": before["bytes"] + len(data),
         "files": before["files"] + 1,
@@ -322,6 +326,8 @@ def _forget(log: Path, path: Path, max_size: int, max_files: int) -> None:
         "max_size": max_size,
         "max_files": max_files,
     }
+    if why:
+        record["why"] = why
     side = log.with_name(log.name + ROTATED_SUFFIX)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(record))

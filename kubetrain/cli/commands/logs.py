@@ -48,8 +48,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--until ends the output at a time and -f follows new output: give one of them", EXIT_USAGE)
     with open_backend_for(args) as backend:
         if args.follow:
-            status = backend.status(args.job)
-            if status.phase.value == "Suspended":
+            try:
+                status = backend.status(args.job)
+            except LookupError:
+                status = None  # gone: the backend says what it has of it (Kubernetes: the logs kept here)
+            if status is not None and status.phase.value == "Suspended":
                 # As `kubectl logs -f` while no pod runs: wait for the job to run again, or end.
                 say(
                     f"kubetrain: job {status.job_id} is suspended; following its output once it is resumed "

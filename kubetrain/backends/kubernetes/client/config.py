@@ -25,6 +25,8 @@ class Connection:
     api_client: Any
     namespace: str | None
     source: str  #: "kubeconfig <path> (context <name>)" or "in-cluster", for messages
+    context: str = ""  #: the kubeconfig context's name, "in-cluster" for the service account: what kubetrain
+    #: keeps on this machine about a cluster's jobs (their logs) is filed under it
 
 
 def _new_configuration() -> Any:
@@ -86,7 +88,7 @@ def connect(
         except ConfigException as exc:
             raise ConfigError(f"kubeconfig {path}: {exc}") from None
         source = f"kubeconfig {path}" + (f" (context {ctx_name})" if ctx_name else "")
-        return Connection(client.ApiClient(configuration=cfg), namespace, source)
+        return Connection(client.ApiClient(configuration=cfg), namespace, source, ctx_name or cfg.host)
     if in_cluster is False or (in_cluster is None and not os.environ.get("KUBERNETES_SERVICE_HOST")):
         raise ConfigError(
             "no cluster configured: no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not "
@@ -100,7 +102,7 @@ def connect(
         in_cluster_ns: str | None = IN_CLUSTER_NAMESPACE_FILE.read_text().strip() or None
     except OSError:
         in_cluster_ns = None
-    return Connection(client.ApiClient(configuration=cfg), in_cluster_ns, "in-cluster service account")
+    return Connection(client.ApiClient(configuration=cfg), in_cluster_ns, "in-cluster service account", "in-cluster")
 
 
 __all__ = ["IN_CLUSTER_NAMESPACE_FILE", "Connection", "connect"]
