@@ -27,6 +27,8 @@ LogStream = Literal["stdout", "stderr"]
 """One of a replica's output streams, as `logs(stream=...)` and `--stream` take it (TorchX's `Stream`, less its
 `COMBINED`: leaving the stream out is both, merged)."""
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 TimeBound = datetime | timedelta | float | int
 """A point in time: a datetime (naive is local time), an age (timedelta: that long ago), or epoch seconds."""
 
@@ -102,9 +104,6 @@ def bound_ns(bound: TimeBound | None) -> int | None:
     return int(bound * 1e9)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
@@ -126,7 +125,9 @@ def parse_time_bound(text: str, option: str) -> datetime | timedelta:
         if ns is None:
             raise UsageError(f"{option} {text!r}: not an RFC 3339 time; use e.g. 2026-11-27T16:20:00Z, or a "
                              "duration back from now such as 30s, 5m, 2h or 1h30m")
-        return datetime.fromtimestamp(ns / 1e9, UTC)
+        # Whole microseconds, down (a datetime holds no more): a time copied from `--timestamps` still ends
+        # the output before its own line, and no float rounds it up past it.
+        return _EPOCH + timedelta(microseconds=ns // 1000)
     try:
         return parse_duration(stripped, option)
     except UsageError:
