@@ -243,6 +243,10 @@ class BackendOptions:
     pod_templates: ClassVar[bool] = True
     """The backend runs pods from the job's pod templates (whose render then says each security setting it
     relaxes); where it does not, the CLI says once that their security settings are not used."""
+    logs_outlive_replicas: ClassVar[bool] = True
+    """The replicas' logs stay readable as long as the job (locally: files of their own); where they do not
+    (Kubernetes: a pod's log goes with the pod), only what a follower read and kept on this machine outlives
+    them, which `kubetrain run --detach --keep-logs` starts one for."""
 
     def keywords(self) -> dict[str, Any]:
         """The fields as the backend's constructor takes them."""

@@ -53,6 +53,7 @@ class KubernetesOptions(BackendOptions):
     backend: ClassVar[str] = "kubernetes"
     title: ClassVar[str] = "Kubernetes"
     pod_templates: ClassVar[bool] = True
+    logs_outlive_replicas: ClassVar[bool] = False  # a pod's log is deleted with the pod
 
     namespace: str | None = option(
         None, "Kubernetes namespace (default: the kubeconfig context's)", flags=["-n", "--namespace"], locates=True,

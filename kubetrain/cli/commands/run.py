@@ -23,6 +23,7 @@ from ..options import (
     add_overrides,
     add_raw,
     backend_flags,
+    backend_of,
     backend_options,
     errors_at_source,
     open_backend_for,
@@ -67,6 +68,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the job to run from a file of several documents (1 is the first)",
     )
     p.add_argument("-d", "--detach", action="store_true", help="return the job id at once; the job runs on")
+    p.add_argument(
+        "--keep-logs",
+        action="store_true",
+        help="with --detach, on Kubernetes: start a follower in the background (a `kubetrain logs -f` of the job) "
+        "that keeps its logs on this machine until it ends, so `kubetrain logs` reads them after the pods are gone "
+        "(an attached run keeps what it shows by itself; at most 256 MiB per job, the newest lines of each "
+        "replica, KUBETRAIN_KEPT_LOGS_MAX_SIZE sets that)",
+    )
     p.add_argument(
         "--dry-run",
         nargs="?",
@@ -191,6 +200,41 @@ def run(args: argparse.Namespace) -> int:
     return report(args, job, result, time.monotonic() - started)
 
 
+def keep_logs(args: argparse.Namespace, job_id: str) -> None:
+    """`--keep-logs` of a detached run: a `kubetrain logs -f` of the job, in a session of its own (the shell's
+    Ctrl-C and its end leave it running), which keeps what it reads on this machine as every follow does, and
+    ends with the job. Its output goes nowhere (the kept logs are what it is for); its own messages go to a
+    file beside the kept logs, named on stderr with its pid."""
+    import shlex
+    import subprocess
+
+    from ...backends.base import options_class
+    from ...contract.state_dir import state_dir
+
+    if options_class(backend_of(args)).logs_outlive_replicas:
+        say(f"kubetrain: --keep-logs: this backend keeps job {job_id}'s logs as long as the job; nothing to start",
+            quiet=args.quiet)
+        return
+    flags = shlex.split(backend_flags(args))
+    if getattr(args, "max_log_requests", None) is not None:
+        flags += ["--max-log-requests", str(args.max_log_requests)]
+    folder = state_dir() / "kept-logs"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    messages = folder / f"follower-{job_id}.log"
+    with open(messages, "ab") as err:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "kubetrain.cli.main", "logs", "-f", job_id, *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
+    say(f"kubetrain: keeping job {job_id}'s logs on this machine until it ends: follower pid {follower.pid} "
+        f"(its messages: {messages}); `kubetrain logs {job_id}{backend_flags(args)}` reads them once the pods "
+        "are gone", quiet=args.quiet)
+
+
 # -- the live status line (kubetrain.progress) under an attached run's output, on a terminal ---------------------
 
 STATUS_EVERY = 1.0
@@ -290,6 +334,8 @@ def report(args: argparse.Namespace, job: TrainJob, result: RunResult, took: flo
     if result.detached or status is None or (paused and status.phase.value == "Suspended"):
         if paused:
             say(f"job {job_id} created paused; start it with: kubetrain resume {job_id}{again}", quiet=quiet)
+        if args.keep_logs:
+            keep_logs(args, job_id)
         print(job_id)
         return 0
     phase = status.phase.value
