@@ -174,14 +174,12 @@ def _last_records(path: Path) -> tuple[int, int]:
             last, count = 0, 0
             for raw in lines_backwards(f, 0, end):
                 rec = parse_record(raw)
-                if rec is None:
-                    continue
+                if rec is None or (rec.stream == "stderr" and rec.text.startswith("kubetrain: ")):
+                    continue  # not a record, or a marker of ours (a gap on a full disk, stamped when written)
                 if not last:
                     last = rec.time_ns
                 if rec.time_ns != last:
                     break
-                if rec.text.startswith("kubetrain: ") and rec.stream == "stderr":
-                    continue  # a marker of ours (a gap on a full disk), not a line the replica wrote
                 count += 1
             if last:
                 return last, count
@@ -196,6 +194,24 @@ class _Replica:
     seen_ns: int = 0
     seen_count: int = 0
     pending: list[tuple[LogRecord, int]] = field(default_factory=list)
+    #: the file as this keeper last left it ((inode, size), and its last record's time and place): unchanged
+    #: since, nobody else appended, and it need not be read again to know what is kept
+    left: tuple[tuple[int, int], int, int] | None = None
+
+    def kept_until(self) -> tuple[int, int]:
+        """(time, place) of the last record kept: remembered if the file is as this keeper left it, else read."""
+        try:
+            st = os.stat(self.writer.path)
+            now: tuple[int, int] | None = (st.st_ino, st.st_size)
+        except FileNotFoundError:
+            now = None
+        if self.left is not None and now == self.left[0]:
+            return self.left[1], self.left[2]
+        return _last_records(self.writer.path)
+
+    def wrote(self, last: tuple[int, int]) -> None:
+        st = os.stat(self.writer.path)
+        self.left = ((st.st_ino, st.st_size), *last)
 
 
 class Keeper:
@@ -306,13 +322,20 @@ class Keeper:
             try:
                 with self._job_lock(self._dir):
                     for _key, rep in ready:
-                        kept_ns, kept_count = _last_records(rep.writer.path)
+                        kept = rep.kept_until()
+                        last = kept
                         for rec, place in rep.pending:
-                            if place == 0 or (rec.time_ns, place) > (kept_ns, kept_count):
+                            if place == 0 or (rec.time_ns, place) > kept:
                                 rep.writer.add(rec.time_ns, rec.stream, rec.text.encode("utf-8", "replace"),
                                                rec.partial)
+                                if place:
+                                    last = max(last, (rec.time_ns, place))
                         rep.pending.clear()
                         rep.writer.flush()
+                        if rep.writer.gaps:
+                            rep.left = None  # a full disk: what is in the file is read again next time
+                        else:
+                            rep.wrote(last)
             except OSError as exc:
                 self._give_up(exc)
 
