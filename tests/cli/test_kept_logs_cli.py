@@ -95,3 +95,14 @@ def test_keep_logs_has_nothing_to_start_where_logs_outlive_the_replicas(
     job_id = out.strip()
     assert job_id
     assert main(["wait", job_id, "--for=condition=Succeeded", "--timeout", "60s"]) == 0
+
+
+def test_help_states_the_cap_on_kept_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    from kubetrain.backends.logfiles.kept import DEFAULT_MAX_BYTES
+
+    for verb in ("logs", "run"):
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"at most {DEFAULT_MAX_BYTES // 2**20} MiB per job" in text, verb
+        assert "KUBETRAIN_KEPT_LOGS_MAX_SIZE" in text, verb

@@ -13,8 +13,24 @@ from ..errors import CliError
 from ..options import add_backend, add_raw, non_negative, open_backend_for
 from ..output import log_filters, print_records, say
 
+EPILOG = """\
+examples:
+  kubetrain logs ID -f --role worker --tail 20
+  kubetrain logs ID --since 1h --until 10m --grep loss      # between an hour and ten minutes ago
+  kubetrain logs ID --until 2026-11-27T16:20:00Z --timestamps
+  kubetrain logs ID --stream stderr                          # local: the replicas' stderr only
+
+Logs that outlive their pods (Kubernetes): a pod's log is deleted with the pod, so what an attached run,
+`logs -f` or `run --detach --keep-logs` read of a job is kept on this machine (under the state directory,
+kept-logs/, per kubeconfig context, namespace and job), at most 256 MiB per job: each replica's newest lines,
+what was cut counted in the first line read back; KUBETRAIN_KEPT_LOGS_MAX_SIZE sets the cap (0: keep none).
+Once the job has no pods, or is gone, `kubetrain logs` reads those with the same filters and says so on
+stderr. Locally every replica's log is kept as long as the job."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("job", metavar="ID")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
     p.add_argument("--role", help="only this role")
