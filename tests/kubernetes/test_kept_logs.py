@@ -18,6 +18,7 @@ import pytest
 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
 from kubetrain.backends.kubernetes.client.errors import KubernetesError
+from kubetrain.backends.logfiles.kept import MAX_OPEN, Keeper, find
 from kubetrain.backends.logfiles.reader import log_files
 from kubetrain.contract.errors import JobNotFound, UsageError
 from kubetrain.contract.logs import LogRecord
@@ -242,3 +243,28 @@ def test_keeping_none_when_the_cap_is_zero(emulated: Cluster, monkeypatch: pytes
     _delete_pods(emulated, pods)
     assert list(b.logs("unkept")) == []
     assert not _kept_root().exists()
+
+
+def test_a_keeper_holds_few_files_open_however_many_replicas_it_keeps(tmp_path: Path) -> None:
+    """Thousands of failing replicas each have their last lines read: the keeper holds at most `MAX_OPEN` files
+    open, and a replica written again after its file was closed carries on in it, every line once."""
+    keeper = Keeper("ctx", "ns", "many", lambda: "uid-1", by="test", root=tmp_path)
+    keeper.replicas = 3 * MAX_OPEN
+    base = time.time_ns()
+
+    def open_kept() -> int:
+        return sum(1 for fd in Path("/proc/self/fd").iterdir() if str(tmp_path) in os.path.realpath(fd))
+
+    for round_ in range(2):
+        for r in range(3 * MAX_OPEN):
+            for i in range(3):
+                keeper.add(LogRecord(base + (round_ * 10 + i) * 1000, "stdout", f"r{r} round {round_} line {i}",
+                                     key=f"worker-{r}"))
+            keeper.flush()
+            assert open_kept() <= MAX_OPEN
+    keeper.close()
+    assert open_kept() == 0
+    found = find("ctx", "ns", "many", root=tmp_path)
+    assert found is not None and len(found.paths()) == 3 * MAX_OPEN
+    assert [r.text for r in found.read(role="worker", index=5)] == \
+        [f"r5 round {rnd} line {i}" for rnd in range(2) for i in range(3)]

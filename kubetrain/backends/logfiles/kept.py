@@ -31,6 +31,7 @@ import re
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,8 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MIN_REPLICA_BYTES = 16 * 1024
 #: Each replica's share is split over this many files: the one being written and the one before it.
 FILES = 2
+#: Files a keeper holds open at once (the replicas written to most recently); another replica's is reopened.
+MAX_OPEN = 16
 INFO = "job.json"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -188,7 +191,9 @@ def _last_records(path: Path) -> tuple[int, int]:
 
 @dataclass
 class _Replica:
-    writer: LogWriter
+    path: Path
+    max_size: int  #: the replica's share, per file: fixed when it is first seen
+    writer: LogWriter | None = None  #: open while among the keeper's `MAX_OPEN` most recently written
     #: the last record read (its time, and its place among the records of that time): a record is known by the
     #: two, whoever reads the log (another follower of the same job reads the same records in the same order)
     seen_ns: int = 0
@@ -201,16 +206,16 @@ class _Replica:
     def kept_until(self) -> tuple[int, int]:
         """(time, place) of the last record kept: remembered if the file is as this keeper left it, else read."""
         try:
-            st = os.stat(self.writer.path)
+            st = os.stat(self.path)
             now: tuple[int, int] | None = (st.st_ino, st.st_size)
         except FileNotFoundError:
             now = None
         if self.left is not None and now == self.left[0]:
             return self.left[1], self.left[2]
-        return _last_records(self.writer.path)
+        return _last_records(self.path)
 
     def wrote(self, last: tuple[int, int]) -> None:
-        st = os.stat(self.writer.path)
+        st = os.stat(self.path)
         self.left = ((st.st_ino, st.st_size), *last)
 
 
@@ -236,6 +241,8 @@ class Keeper:
         self._root = root
         self._dir: Path | None = None
         self._replicas: dict[str, _Replica] = {}
+        self._open: OrderedDict[str, None] = OrderedDict()
+        """The replicas whose writer is open, least recently written first (at most `MAX_OPEN`)."""
         self._lock = threading.Lock()
         self._failed: str | None = None
 
@@ -282,12 +289,25 @@ class Keeper:
             folder = self._folder()
             if folder is None:
                 return None
+            rep = self._replicas[key] = _Replica(folder / f"{_part(key)}.log", self.share())
+        return rep
+
+    def _writer(self, key: str, rep: _Replica) -> LogWriter:
+        """``rep``'s writer, opened if need be; the least recently written one closed past `MAX_OPEN`, so a job
+        of thousands of replicas that fail (each one's last lines read) holds a few files open, not thousands."""
+        if rep.writer is None:
             why = (f"kubetrain keeps at most {human_size(self.max_bytes)} of a job's logs on this machine, the newest "
                    f"lines of each replica; {env_names.KEPT_LOGS_MAX_SIZE} sets that")
-            writer = LogWriter(folder / f"{_part(key)}.log", max_size=self.share(), max_files=FILES,
-                               rotation_why=why)
-            rep = self._replicas[key] = _Replica(writer)
-        return rep
+            rep.writer = LogWriter(rep.path, max_size=rep.max_size, max_files=FILES, rotation_why=why)
+        self._open[key] = None
+        self._open.move_to_end(key)
+        while len(self._open) > MAX_OPEN:
+            oldest, _ = self._open.popitem(last=False)
+            closing = self._replicas[oldest]
+            if closing.writer is not None:
+                closing.writer.close()
+                closing.writer, closing.left = None, None
+        return rep.writer
 
     def add(self, rec: LogRecord) -> None:
         """Keep ``rec`` (its ``key`` names the replica) at the next `flush`, unless it is kept by then."""
@@ -321,18 +341,18 @@ class Keeper:
                 return
             try:
                 with self._job_lock(self._dir):
-                    for _key, rep in ready:
+                    for key, rep in ready:
                         kept = rep.kept_until()
                         last = kept
+                        writer = self._writer(key, rep)
                         for rec, place in rep.pending:
                             if place == 0 or (rec.time_ns, place) > kept:
-                                rep.writer.add(rec.time_ns, rec.stream, rec.text.encode("utf-8", "replace"),
-                                               rec.partial)
+                                writer.add(rec.time_ns, rec.stream, rec.text.encode("utf-8", "replace"), rec.partial)
                                 if place:
                                     last = max(last, (rec.time_ns, place))
                         rep.pending.clear()
-                        rep.writer.flush()
-                        if rep.writer.gaps:
+                        writer.flush()
+                        if writer.gaps:
                             rep.left = None  # a full disk: what is in the file is read again next time
                         else:
                             rep.wrote(last)
@@ -343,9 +363,11 @@ class Keeper:
         self.flush()
         with self._lock:
             for rep in self._replicas.values():
-                with contextlib.suppress(OSError):
-                    rep.writer.close()
+                if rep.writer is not None:
+                    with contextlib.suppress(OSError):
+                        rep.writer.close()
             self._replicas.clear()
+            self._open.clear()
 
     def _give_up(self, exc: OSError) -> None:
         """The state directory cannot be written: say so once, and go on following (the logs are still shown)."""
