@@ -268,3 +268,26 @@ def test_a_keeper_holds_few_files_open_however_many_replicas_it_keeps(tmp_path: 
     assert found is not None and len(found.paths()) == 3 * MAX_OPEN
     assert [r.text for r in found.read(role="worker", index=5)] == \
         [f"r5 round {rnd} line {i}" for rnd in range(2) for i in range(3)]
+
+
+def test_logs_f_of_a_finished_job_whose_pods_are_gone_prints_what_was_kept(emulated: Cluster) -> None:
+    """A finished job whose pods were cleaned up while the job stays (a cleanPodPolicy, a garbage collector):
+    nothing is left to follow, and `logs -f` (the web view's reader too) shows what was kept, then ends."""
+    emu, c = emulated.emu, emulated.controllers
+    assert emu is not None and c is not None
+    b = emulated.backend()
+    sub = b.submit(from_dict(job_doc("cleaned", replicas=2)), flavor="job")
+    pods = c.create_pods("job", sub.name)
+    for replica, pod in pods.items():
+        emu.set_pod_phase("default", pod, "Running")
+        emu.append_log("default", pod, f"{replica} trained\n")
+    got, follower = _followed(b, "cleaned")
+    _until(lambda: len(got) == 2, "the lines")
+    _finish(emulated, "cleaned", pods)
+    follower.join(10)
+    _delete_pods(emulated, pods)
+    assert b.status("cleaned").phase is JobPhase.SUCCEEDED  # the job stays, its pods are gone
+    notes: list[str] = []
+    again = list(b.logs("cleaned", follow=True, on_note=notes.append))
+    assert sorted(r.text for r in again) == ["worker-0 trained", "worker-1 trained"]
+    assert notes and notes[0].startswith("job cleaned has no pods left: reading the logs this machine kept")

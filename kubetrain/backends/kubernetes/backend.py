@@ -346,10 +346,19 @@ class KubernetesBackend(Cluster):
                 raise KubernetesError(f"job {job_id} has no role {role!r} (roles: {', '.join(r.role for r in roles)})")
             if index is not None and not 0 <= index < info.replicas:
                 raise KubernetesError(f"role {role} of job {job_id} has replicas 0..{info.replicas - 1}")
+        pods: list[Any] | None = None
         if follow:
-            records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note)
-            return _without_metrics(records, grep)
-        grouped = group_pods(job_pods(self.kube, loc.name, loc.namespace, loc.pods), roles)
+            # A job that has ended has nothing left to follow: if its pods are gone too (a cleanPodPolicy, a TTL),
+            # what was kept of it is all there is. Its pods are listed only then: a running job costs nothing more.
+            ended = job_status(loc.workloads, [], job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
+            if ended.phase.is_terminal:
+                pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
+            if pods is None or pods:
+                records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note)
+                return _without_metrics(records, grep)
+        if pods is None:
+            pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
+        grouped = group_pods(pods, roles)
         targets = targets_of(grouped, {r.role: r.container for r in roles}, role, index)
         if not targets:
             # No pod left (deleted, or the job's TTL): the API has no log of it, this machine may.
