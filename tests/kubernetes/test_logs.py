@@ -73,6 +73,23 @@ def test_tail_since_grep_role_and_index(emulated: Cluster) -> None:
         b.logs("filters", role="worker", index=3)
 
 
+def test_tail_counts_the_lines_shown_as_locally(emulated: Cluster) -> None:
+    """`--tail N` gives the last N lines the user sees, as the local backend's does: metric lines (hidden) and
+    lines `--grep` leaves out do not count, though the API's tailLines counts every line."""
+    from kubetrain.metrics.wire import MARKER
+
+    emu = emulated.emu
+    assert emu is not None
+    b, pods = _start(emulated, "shown", replicas=1)
+    pod = pods["worker-0"]
+    emu.set_pod_phase("default", pod, "Running")
+    metric = MARKER + '{"step": 1, "loss": 0.5}\n'
+    emu.append_log("default", pod, "".join(f"step {i}\n" + metric * 30 for i in range(4)))
+    assert [r.text for r in b.logs("shown", tail=2)] == ["step 2", "step 3"]
+    assert [r.text for r in b.logs("shown", tail=3, grep="step [013]")] == ["step 0", "step 1", "step 3"]
+    assert [r.text for r in b.logs("shown", tail=9, grep="^step")] == [f"step {i}" for i in range(4)]
+
+
 def test_previous_reads_the_container_before_its_restart(emulated: Cluster) -> None:
     emu = emulated.emu
     assert emu is not None

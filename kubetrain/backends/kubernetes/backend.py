@@ -372,7 +372,8 @@ class KubernetesBackend(Cluster):
                 on_missing(t.key, exc.message or exc.describe())
 
         return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, until=until,
-                                          grep=grep, previous=previous, missing=missing), grep)
+                                          grep=grep, previous=previous, missing=missing,
+                                          hidden=_metric_line if grep is None else None), grep)
 
     def _kept_logs(self, found: KeptJob, why: str, role: str | None, index: int | None, tail: int | None,
                    since: Since | None, until: Since | None, grep: str | GrepPattern | None,
@@ -488,12 +489,16 @@ if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signatu
 __all__ = ["JobNotFound", "KubernetesBackend"]
 
 
-def _without_metrics(records: Iterator[LogRecord], grep: str | GrepPattern | None) -> Iterator[LogRecord]:
-    """Replicas' output without the lines `kubetrain.metrics.log` wrote in it (`kubetrain metrics` shows them),
-    unless asked for by a `grep` (which then decides alone)."""
-    if grep is not None:
-        return records
+def _metric_line(rec: LogRecord) -> bool:
+    """A line `kubetrain.metrics.log` wrote in a replica's output (`kubetrain metrics` shows them)."""
     from ...metrics.wire import MARKER
 
-    return (r for r in records if not r.text.startswith(MARKER))
+    return rec.text.startswith(MARKER)
+
+
+def _without_metrics(records: Iterator[LogRecord], grep: str | GrepPattern | None) -> Iterator[LogRecord]:
+    """Replicas' output without its metric lines, unless asked for by a `grep` (which then decides alone)."""
+    if grep is not None:
+        return records
+    return (r for r in records if not _metric_line(r))
 

@@ -170,8 +170,13 @@ def read_logs(
     grep: str | GrepPattern | None = None,
     previous: bool = False,
     missing: Callable[[LogTarget, ApiError], None] | None = None,
+    hidden: Callable[[LogRecord], bool] | None = None,
 ) -> Iterator[LogRecord]:
     """The logs of ``targets`` as they are now, merged in time order (``tail`` per replica, as kubectl).
+
+    ``tail`` counts the lines shown, as the local backend's does: those ``grep`` finds, without the ``hidden``
+    ones (metric lines). The API's ``tailLines`` counts every line, so where the filter drops some the read is
+    widened (×4 each time) until ``tail`` lines pass or the log has no more.
 
     ``until`` is applied here, the API having no such bound: a container's lines are in time order, so its
     stream is left at the first line at or after it. With ``tail`` too, the last lines *before* ``until`` are
@@ -183,17 +188,30 @@ def read_logs(
     flt = make_filter(since, grep, until)
     server_tail = tail if flt.until_ns is None else None
 
+    def read(t: LogTarget, lines: int | None) -> tuple[list[LogRecord], int]:
+        """The records of `t` that pass, of its last `lines` (None: all), and how many lines were read."""
+        resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=lines,
+                            since_seconds=_since_seconds(flt.since_ns))
+        kept: list[LogRecord] = []
+        seen = 0
+        for rec in iter_stream(resp, t.key):
+            seen += 1
+            if flt.until_ns is not None and rec.time_ns >= flt.until_ns:
+                break  # the rest is later still: the stream is closed unread
+            if flt.accepts(rec) and (hidden is None or not hidden(rec)):
+                kept.append(rec)
+        return kept, seen
+
     def one(t: LogTarget) -> list[LogRecord]:
         try:
-            resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=server_tail,
-                                since_seconds=_since_seconds(flt.since_ns))
-            kept: list[LogRecord] = []
-            for rec in iter_stream(resp, t.key):
-                if flt.until_ns is not None and rec.time_ns >= flt.until_ns:
-                    break  # the rest is later still: the stream is closed unread
-                if flt.accepts(rec):
-                    kept.append(rec)
-            return kept if tail is None or server_tail is not None else kept[-tail:] if tail else []
+            lines = server_tail
+            while True:
+                kept, seen = read(t, lines)
+                if tail is None:
+                    return kept
+                if lines is None or len(kept) >= tail or seen < lines:  # enough, or the whole log read
+                    return kept[-tail:] if tail else []
+                lines *= 4
         except ApiError as exc:
             if exc.status in (400, 404) and missing is not None:
                 missing(t, exc)
