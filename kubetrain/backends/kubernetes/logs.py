@@ -21,16 +21,21 @@ from __future__ import annotations
 import contextlib
 import heapq
 import queue
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...contract.logs import GrepPattern, LogRecord, format_seconds, grep_finds, parse_timestamp
+from ...contract.logs import (
+    GrepPattern,
+    LogRecord,
+    TimeBound,
+    format_seconds,
+    make_filter,
+    parse_timestamp,
+)
 from ...status import JobStatus
 from .client.errors import ApiError
 from .client.kube import Kube
@@ -41,7 +46,7 @@ from .workload import JSON, meta
 if TYPE_CHECKING:
     from ..logfiles.kept import Keeper
 
-Since = timedelta | datetime | float | int
+Since = TimeBound  # one meaning of a time bound for both backends (contract.logs.bound_ns: no float error)
 
 
 @dataclass(frozen=True)
@@ -52,17 +57,6 @@ class LogTarget:
     pod: str
     container: str | None
     uid: str = ""
-
-
-def since_ns(since: Since | None) -> int | None:
-    """A lower time bound in ns since the epoch: a timedelta means "that long ago"; numbers are epoch seconds."""
-    if since is None:
-        return None
-    if isinstance(since, timedelta):
-        return time.time_ns() - int(since.total_seconds() * 1e9)
-    if isinstance(since, datetime):
-        return int(since.timestamp() * 1e9)
-    return int(since * 1e9)
 
 
 def _since_seconds(bound_ns: int | None) -> int | None:
@@ -116,26 +110,6 @@ def _close(resp: Any) -> None:
         resp.close()
 
 
-@dataclass(frozen=True)
-class LogFilter:
-    since_ns: int | None = None
-    grep: GrepPattern | None = None
-    #: records at or after this are left out (the API has no such bound: it is applied here)
-    until_ns: int | None = None
-
-    def accepts(self, rec: LogRecord) -> bool:
-        if self.since_ns is not None and rec.time_ns < self.since_ns:
-            return False
-        if self.until_ns is not None and rec.time_ns >= self.until_ns:
-            return False
-        return self.grep is None or grep_finds(self.grep, rec)
-
-
-def make_filter(since: Since | None = None, grep: str | GrepPattern | None = None,
-                until: Since | None = None) -> LogFilter:
-    return LogFilter(since_ns(since), re.compile(grep) if isinstance(grep, str) else grep, since_ns(until))
-
-
 STREAMS_MERGED = (
     "the Kubernetes API merges a container's stdout and stderr into one log, so kubetrain cannot tell them apart "
     "there; leave --stream out (both streams), or --grep for what the program writes to one of them (or run the "
@@ -185,18 +159,18 @@ def read_logs(
 
     A replica whose container has not started has no log yet (``missing`` is told, nothing raised).
     """
-    flt = make_filter(since, grep, until)
-    server_tail = tail if flt.until_ns is None else None
+    flt = make_filter(since, until, grep)
+    server_tail = tail if flt.until is None else None
 
     def read(t: LogTarget, lines: int | None) -> tuple[list[LogRecord], int]:
         """The records of `t` that pass, of its last `lines` (None: all), and how many lines were read."""
         resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=lines,
-                            since_seconds=_since_seconds(flt.since_ns))
+                            since_seconds=_since_seconds(flt.since))
         kept: list[LogRecord] = []
         seen = 0
         for rec in iter_stream(resp, t.key):
             seen += 1
-            if flt.until_ns is not None and rec.time_ns >= flt.until_ns:
+            if flt.until is not None and rec.time_ns >= flt.until:
                 break  # the rest is later still: the stream is closed unread
             if flt.accepts(rec) and (hidden is None or not hidden(rec)):
                 kept.append(rec)
@@ -322,7 +296,7 @@ class LogFollower:
         self.watch = watch
         self.state = state
         self.role, self.index, self.tail = role, index, tail
-        self.filter = make_filter(since, grep)
+        self.filter = make_filter(since, grep=grep)
         self.grace = grace
         self._q: queue.Queue[object] = queue.Queue()
         self._replicas: dict[str, _Replica] = {}
@@ -368,7 +342,7 @@ class LogFollower:
         ps = rep.pods[uid]
         first = not rep.opened_once
         since_time = format_seconds(ps.last_ns) if ps.last_ns else None
-        since_seconds = _since_seconds(self.filter.since_ns) if first and since_time is None else None
+        since_seconds = _since_seconds(self.filter.since) if first and since_time is None else None
         tail = self.tail if first else None
         rep.opened_once = True
         ps.skip_equal = ps.at_last_ns
@@ -602,5 +576,5 @@ def _split_key(key: str) -> tuple[str, int]:
     return role, int(index)
 
 
-__all__ = ["STREAMS_MERGED", "LogFilter", "LogFollower", "LogTarget", "iter_stream", "make_filter", "parse_line",
-           "read_logs", "since_ns", "targets_of"]
+__all__ = ["STREAMS_MERGED", "LogFollower", "LogTarget", "iter_stream", "parse_line",
+           "read_logs", "targets_of"]
