@@ -7,9 +7,13 @@ on; if the emulator drifted from it, backend tests would pass against a server t
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -774,12 +778,50 @@ def test_request_log_counts_api_calls(kube_emulator: KubeEmulator, batch: client
     assert post.body["metadata"]["name"] == "j"
 
 
-def test_requests_without_the_kubeconfig_token_are_401(kube_emulator: KubeEmulator) -> None:
+def _client_with(url: str, token: str | None) -> client.ApiClient:
     cfg = client.Configuration()
-    cfg.host = kube_emulator.url
-    with client.ApiClient(cfg) as anonymous, pytest.raises(ApiException) as exc:
-        client.CoreV1Api(anonymous).list_namespace()
+    cfg.host = url
+    if token is not None:
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    return client.ApiClient(cfg)
+
+
+def test_a_wrong_token_is_401_and_no_credentials_are_served_as_the_insecure_port_did(
+        kube_emulator: KubeEmulator) -> None:
+    # A presented bearer token is checked: a wrong one is refused, never taken as anonymous.
+    with _client_with(kube_emulator.url, "not-the-token") as wrong, pytest.raises(ApiException) as exc:
+        client.CoreV1Api(wrong).list_namespace()
     assert exc.value.status == 401
+    with _client_with(kube_emulator.url, kube_emulator.token) as right:
+        assert NS in [n.metadata.name for n in client.CoreV1Api(right).list_namespace().items]
+    # No credentials at all: what client-go (kubectl) sends to an http:// server whatever the kubeconfig says.
+    with _client_with(kube_emulator.url, None) as anonymous:
+        assert NS in [n.metadata.name for n in client.CoreV1Api(anonymous).list_namespace().items]
+
+
+def test_anonymous_false_refuses_requests_without_the_token() -> None:
+    from kube_emulator import KubeEmulator
+
+    with KubeEmulator(anonymous=False) as emu:
+        with _client_with(emu.url, None) as anonymous, pytest.raises(ApiException) as exc:
+            client.CoreV1Api(anonymous).list_namespace()
+        assert exc.value.status == 401
+        with _client_with(emu.url, emu.token) as right:
+            assert client.CoreV1Api(right).list_namespace().items
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_reads_pods_through_the_written_kubeconfig(kube_emulator: KubeEmulator, tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl
+    kube_emulator.create({**pod_body("p1", {"app": "a"}), "metadata": {"name": "p1", "namespace": NS,
+                                                                         "labels": {"app": "a"}}})
+    kubeconfig = kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    got = subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "get", "pods", "-l", "app=a", "-o", "name"],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split() == ["pod/p1"]
 
 
 def test_fifty_requests_take_well_under_a_second(core: client.CoreV1Api) -> None:

@@ -34,7 +34,9 @@ class KubeEmulator:
     """A stateful Kubernetes API server on 127.0.0.1 (a free port), for tests.
 
     ``crds`` names the CRDs installed after every :meth:`reset` (default: every file under
-    ``crd_dir``, which defaults to the ``crds`` directory of this package).
+    ``crd_dir``, which defaults to the ``crds`` directory of this package). ``anonymous``: requests
+    without credentials are served, as the plain-HTTP port of the API server served them (kubectl sends
+    none to an ``http://`` server); a wrong bearer token is 401 either way.
     """
 
     def __init__(
@@ -44,12 +46,13 @@ class KubeEmulator:
         crds: Iterable[str] | None = None,
         history_limit: int = 10_000,
         token: str | None = None,
+        anonymous: bool = True,
     ) -> None:
         self.store = Store(crd_dir, history_limit)
         self._history_limit = history_limit
         self.default_crds = default_crd_keys(self.store.available_crds) if crds is None else list(crds)
         self.token = token if token is not None else secrets.token_hex(16)
-        self._api = ApiServer(self.store, self.token)
+        self._api = ApiServer(self.store, self.token, anonymous)
         self.url = ""
 
     # ------------------------------------------------------------------ lifecycle

@@ -27,9 +27,10 @@ KUBERNETES_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.0"}
 class ApiServer:
     """The routes. Owned by a :class:`~kube_emulator.emulator.KubeEmulator`, which holds the store."""
 
-    def __init__(self, store: Store, token: str) -> None:
+    def __init__(self, store: Store, token: str, anonymous: bool = True) -> None:
         self.store = store
         self.token = token
+        self.anonymous = anonymous
         self.faults: list[Fault] = []
         self.requests: list[RequestRecord] = []
         self.server_errors: list[str] = []
@@ -80,8 +81,7 @@ class ApiServer:
     # ------------------------------------------------------------------ dispatch
 
     def handle(self, req: Request) -> Response | None:
-        if self.token and req.handler.headers.get("Authorization") != f"Bearer {self.token}":
-            raise ApiError(401, "Unauthorized", "Unauthorized")
+        self._authenticate(req.handler.headers.get("Authorization"))
         if len(req.raw) > MAX_BODY_BYTES:
             raise ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY_BYTES}")
         parts = [unquote(p) for p in req.path.split("/") if p]
@@ -105,6 +105,20 @@ class ApiServer:
         if not rest:
             return self._discovery(req, self._resource_list(group, version))
         return self._resource(req, group, version, rest)
+
+    def _authenticate(self, authorization: str | None) -> None:
+        """The emulator serves plain HTTP on loopback: the API server's old insecure port (its
+        ``--insecure-bind-address``, loopback only), which served requests with no credentials. A client
+        that follows client-go's rules (kubectl) sends none to an ``http://`` server: credentials from a
+        kubeconfig are applied only where the transport is TLS. A request that does present a bearer
+        token is checked as the secure port's token authenticator does: a wrong one is 401, never
+        downgraded to anonymous. ``anonymous=False`` refuses requests without the token too."""
+        if not self.token:
+            return
+        if authorization is None and self.anonymous:
+            return
+        if authorization != f"Bearer {self.token}":
+            raise ApiError(401, "Unauthorized", "Unauthorized")
 
     # ------------------------------------------------------------------ discovery
 
