@@ -20,6 +20,7 @@ followed (``--max-log-requests N``: one stream and thread per pod, as before it 
 RSS (VmHWM), threads and open files; the time from a replica's failure (one not followed) to ``run`` saying
 so; ``kubetrain status`` of the running job (the whole command, interpreter and imports included), and
 ``kubectl get pods`` for the same pods in the same run where kubectl is installed.
+``kubetrain describe`` and ``list`` too, each as a ratio to kubectl's time (below 1: faster than kubectl).
 
 The emulator plays the controllers (``kube_emulator.controllers``) and the kubelet exactly as the tests do.
 """
@@ -245,17 +246,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
         while _text(out).count(" step 0") < followed and time.monotonic() < deadline:
             time.sleep(0.05)
         printed = _text(out).count(" step 0")
-        status_start = time.perf_counter()
-        subprocess.run([KUBETRAIN, "status", name, "--backend", "kubernetes", "--kubeconfig",
-                        str(kubeconfig)], env=env, check=True, capture_output=True)
-        status_s = time.perf_counter() - status_start
-        kubectl_s = None
-        if shutil.which("kubectl"):  # the peer, for the same pods in the same run
-            kubectl_start = time.perf_counter()
-            got = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "pods", "-l",
-                                  f"{JOB_LABEL}={name}"], env=env, check=False, capture_output=True)
-            # kubectl may not talk to the emulator (its credentials): then no figure rather than a wrong one
-            kubectl_s = time.perf_counter() - kubectl_start if got.returncode == 0 else None
+        verbs = time_verbs(kubeconfig, env, name)
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
         emu.append_log("default", pods[last], "Traceback (most recent call last):\nValueError: bad shape\n")
@@ -271,7 +262,47 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             child.kill()
             child.wait()
     return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
-            "failure_to_report_s": failure_s, "status_s": status_s, "kubectl_get_pods_s": kubectl_s}
+            "failure_to_report_s": failure_s, **verbs}
+
+
+VERB_REPEATS = 3
+"""Each command is timed this many times, interleaved with the others (the median is kept): a load spike on a
+shared machine then lands on one sample of each rather than on every sample of one."""
+
+
+def time_verbs(kubeconfig: Path, env: dict[str, str], name: str) -> dict[str, Any]:
+    """``kubetrain status``/``describe``/``list`` of the running job (each the whole command: interpreter, imports,
+    requests) and the peer, ``kubectl get pods -l <the job's selector>`` for the same pods, in the same run.
+
+    The emulator serves plain HTTP, and kubectl (client-go) sends a kubeconfig's credentials only to a TLS
+    server, so it sends none here; the emulator serves requests without credentials, as the API server's
+    plain-HTTP port did (a kubectl that could not talk to it leaves the peer's figure out, never a wrong one).
+    """
+    k8s = ["--backend", "kubernetes", "--kubeconfig", str(kubeconfig)]
+    commands: dict[str, list[str]] = {
+        "status": [KUBETRAIN, "status", name, *k8s],
+        "describe": [KUBETRAIN, "describe", name, *k8s],
+        "list": [KUBETRAIN, "list", *k8s],
+    }
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        commands["kubectl"] = [kubectl, "--kubeconfig", str(kubeconfig), "get", "pods", "-l", f"{JOB_LABEL}={name}"]
+    samples: dict[str, list[float]] = {verb: [] for verb in commands}
+    failed: set[str] = set()
+    for _ in range(VERB_REPEATS):
+        for verb, argv in commands.items():
+            start = time.perf_counter()
+            got = subprocess.run(argv, env=env, check=False, capture_output=True)
+            samples[verb].append(time.perf_counter() - start)
+            if got.returncode != 0:
+                failed.add(verb)
+                print(f"{verb} failed: {got.stderr.decode(errors='replace')[-500:]}", file=sys.stderr)
+    out: dict[str, Any] = {f"{verb}_s": None if verb in failed else statistics.median(t) for verb, t in samples.items()}
+    peer = out.get("kubectl_s")
+    for verb in ("status", "describe", "list"):
+        mine = out[f"{verb}_s"]
+        out[f"{verb}_vs_kubectl"] = mine / peer if mine is not None and peer else None
+    return out
 
 
 def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
@@ -287,13 +318,22 @@ def measure_scale(sizes: list[int], compare: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _num(value: float | None, width: int, digits: int = 2) -> str:
+    return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+
+
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'replicas':>8} {'streams':>8} {'printed':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} "
-          f"{'failure→run s':>14} {'status s':>9} {'kubectl get pods s':>19}")
+          f"{'failure→run s':>14}")
     for r in rows:
         print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['printed']:>8} {r['rss_mb']:>7} {r['threads']:>8} "
-              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f} {r['status_s']:>9.2f} "
-              f"{r['kubectl_get_pods_s'] or float('nan'):>19.2f}")
+              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f}")
+    print(f"\n{'replicas':>8} {'kubectl get pods s':>19} {'status s':>9} {'×':>5} {'describe s':>11} {'×':>5} "
+          f"{'list s':>7} {'×':>5}   (× = the time over kubectl's, median of {VERB_REPEATS})")
+    for r in rows:
+        print(f"{r['replicas']:>8} {_num(r.get('kubectl_s'), 19)} {_num(r['status_s'], 9)} "
+              f"{_num(r['status_vs_kubectl'], 5)} {_num(r['describe_s'], 11)} {_num(r['describe_vs_kubectl'], 5)} "
+              f"{_num(r['list_s'], 7)} {_num(r['list_vs_kubectl'], 5)}")
 
 
 def main(argv: list[str] | None = None) -> int:
