@@ -251,10 +251,11 @@ class KubernetesBackend(Cluster):
     def describe(self, job_id: str) -> Description:
         loc = self._locate(job_id, None)
         pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
-        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
-        diagnoses = self.diagnose_pending(status, loc.workloads, pods, flavor=loc.flavor)
+        grouped = group_pods(pods, roles_of(loc.flavor, loc.workloads))  # once: 1,000 pods grouped once
+        status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor,
+                            grouped=grouped)
+        diagnoses = self.diagnose_pending(status, loc.workloads, pods, flavor=loc.flavor, grouped=grouped)
         status = self.explain(status, loc.workloads, pods, diagnoses)
-        grouped = group_pods(pods, roles_of(loc.flavor, loc.workloads))
         # The root object as submitted: without what the API server keeps beside it (status, managedFields).
         spec = {k: v for k, v in loc.root.items() if k != "status"}
         spec["metadata"] = {k: v for k, v in meta(loc.root).items() if k != "managedFields"}

@@ -28,7 +28,7 @@ from .liveness import Liveness, LivenessCache
 from .liveness import check as check_liveness
 from .lookup import Located, PodScope, job_pods, locate
 from .options import KubernetesOptions
-from .status_map import job_status, meta
+from .status_map import PodIndex, job_status, meta
 from .watch import JobWatch
 
 
@@ -111,23 +111,25 @@ class Cluster:
         return status
 
     def explain(self, status: JobStatus, workloads: Sequence[Any], pods: Sequence[Any],
-                diagnoses: Sequence[Diagnosis] | None = None, *, flavor: Flavor | None = None) -> JobStatus:
+                diagnoses: Sequence[Diagnosis] | None = None, *, flavor: Flavor | None = None,
+                grouped: PodIndex | None = None) -> JobStatus:
         """Why Pending replicas are (the reason and message), what the failed replica said last."""
         if diagnoses is None:
-            diagnoses = self.diagnose_pending(status, workloads, pods, flavor=flavor)
+            diagnoses = self.diagnose_pending(status, workloads, pods, flavor=flavor, grouped=grouped)
         pending_reason(status, diagnoses)
         if status.first_failure is not None and not status.first_failure.last_lines:
             status.first_failure.last_lines = last_lines(self.kube, status, pods)
         return status
 
     def diagnose_pending(self, status: JobStatus, workloads: Sequence[Any], pods: Sequence[Any],
-                         *, reads: bool = True, flavor: Flavor | None = None) -> list[Diagnosis]:
+                         *, reads: bool = True, flavor: Flavor | None = None,
+                         grouped: PodIndex | None = None) -> list[Diagnosis]:
         """Why replicas are Pending (``reads=False``: only what the pods show, no request); ``flavor``: the
-        job's, when known."""
+        job's, when known; ``grouped``: the pods by replica, when the caller has them."""
         caps = self.capabilities() if reads else None
         return diagnose(self.kube if reads else None, status, workloads, pods,
                         kueue_version=caps.kueue_version if caps else None,
-                        untouched_after=self.options.untouched_after, flavor=flavor)
+                        untouched_after=self.options.untouched_after, flavor=flavor, grouped=grouped)
 
     def until_untouched(self, status: JobStatus | None, jw: JobWatch) -> float | None:
         """Seconds until a job nothing has acted on has waited ``untouched_after`` (None: no such wait): when a

@@ -9,6 +9,7 @@ have been Pending a while, then every ``diagnose_every`` seconds.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from .describe import last_lines, pending_reason
 from .flavors import Flavor, flavor_of
 from .logs import LogFollower, Since
 from .lookup import Located, PodScope, job_not_found, ordered
-from .status_map import PodIndex, group_pods, job_status, meta, roles_of
+from .status_map import PodCache, PodIndex, group_pods, job_status, meta, roles_of
 
 if TYPE_CHECKING:
     from ..logfiles.kept import Keeper
@@ -37,12 +38,30 @@ role → main container)."""
 
 class JobState:
     """The job as the watch sees it now (a `State`), with its flavor resolved once: handed in (a job just
-    submitted or located) or read from the first root the watch holds, then kept for every later look."""
+    submitted or located) or read from the first root the watch holds, then kept for every later look.
+
+    Worked out once per change of the watch (the follow loop and the log follower look at the same version:
+    one computation serves both), and incrementally: what was worked out per pod is kept until that pod changes
+    (:class:`~.status_map.PodCache`), so a look after one pod of 10,000 changed works out one pod again."""
 
     def __init__(self, jw: JobWatch, name: str, flavor: Flavor | None = None) -> None:
         self.jw, self.name, self.flavor = jw, name, flavor
+        self._cache = PodCache()
+        self._lock = threading.Lock()
+        self._seen: tuple[int, JobStatus | None, PodIndex, dict[str, str | None]] | None = None
 
     def __call__(self) -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
+        with self._lock:  # the follow loop and the log follower's thread share it (and its cache)
+            version = self.jw.version  # read before the snapshot: a change during the work is seen next time
+            seen = self._seen
+            if seen is None or seen[0] != version:
+                seen = (version, *self._work_out())
+                self._seen = seen
+            _, status, grouped, containers = seen
+        # A copy of the status: readers change it (a Pending cause becomes its reason); the rest is read only.
+        return (copy.copy(status) if status is not None else None), grouped, containers
+
+    def _work_out(self) -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
         workloads, pods, _deleted = self.jw.snapshot()
         if not workloads:
             return None, PodIndex({}, {}), {}
@@ -50,8 +69,10 @@ class JobState:
         if self.flavor is None:
             self.flavor = flavor_of(objs[0])
         roles = roles_of(self.flavor, objs)
-        status = job_status(objs, pods, job_id=self.name, namespace=self.jw.namespace, flavor=self.flavor)
-        return status, group_pods(pods, roles), {r.role: r.container for r in roles}
+        grouped = group_pods(pods, roles, self._cache)
+        status = job_status(objs, pods, job_id=self.name, namespace=self.jw.namespace, flavor=self.flavor,
+                            grouped=grouped, cache=self._cache)
+        return status, grouped, {r.role: r.container for r in roles}
 
 
 def job_state(jw: JobWatch, name: str, flavor: Flavor | None = None) -> JobState:
@@ -176,7 +197,7 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
             raise as_error(jw.error)
         if not jw.wait_synced(0):
             continue
-        status = state()[0]
+        status, grouped, _ = state()
         if status is None:
             return deleted_status(name, jw, state.flavor)
         if status.phase.is_terminal:
@@ -201,7 +222,8 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
             reads = time.monotonic() - last_read >= backend.options.diagnose_every
             if reads:
                 last_read = time.monotonic()
-            diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads, flavor=state.flavor)
+            diagnoses = backend.diagnose_pending(status, ordered(workloads), pods, reads=reads, flavor=state.flavor,
+                                                 grouped=grouped)
             for d in diagnoses:
                 line = d.line()
                 if line not in said:

@@ -12,6 +12,7 @@ found from the workload object itself (:func:`~.flavors.flavor_of`).
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -182,19 +183,92 @@ def pod_role(pod: Mapping[str, Any], roles: Sequence[RoleInfo]) -> str | None:
     return None
 
 
-def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
+_Placed = tuple[str, int, tuple[int, float, int, float, str]] | None
+"""Where a pod stands: (role, replica index, its order among the replica's pods), or None (not the job's)."""
+
+
+def _place(pod: Mapping[str, Any], roles: Sequence[RoleInfo], by_role: Mapping[str, RoleInfo]) -> _Placed:
+    role = pod_role(pod, roles)
+    if role is None:
+        return None
+    info = by_role.get(role)
+    # A role of one replica: its pod is replica 0, whatever its (generated) name says.
+    index = 0 if info is not None and info.replicas == 1 else pod_index(pod, info)
+    if index is None:
+        return None
+    return role, index, _pod_sort_key(pod)
+
+
+class PodCache:
+    """What was worked out per pod at the last look at a job, kept for the next: a follower of 10,000 replicas
+    looks again at every change, and one change is one pod. A pod's (name, resourceVersion) names its content
+    (the API server gives every change a new version), so what is worked out from it holds until its version
+    moves; pods without a version (built by hand) are worked out every time. Entries of pods that are gone are
+    dropped at each look. Not thread-safe: one per reader of a watch (its :class:`~.follow.JobState`)."""
+
+    def __init__(self) -> None:
+        self._roles: list[RoleInfo] | None = None
+        self._placed: dict[str, tuple[str, _Placed]] = {}
+        self._replicas: dict[tuple[str, str, int, str | None], ReplicaStatus] = {}
+        self._replicas_next: dict[tuple[str, str, int, str | None], ReplicaStatus] = {}
+
+    def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
+        if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
+            self._roles, self._placed, self._replicas = list(roles), {}, {}
+        by_role = {r.role: r for r in roles}
+        placed: dict[str, tuple[str, _Placed]] = {}
+        groups: dict[tuple[str, int], list[tuple[tuple[int, float, int, float, str], JSON]]] = {}
+        for pod in pods:
+            md = pod.get("metadata") or {}
+            name, version = md.get("name"), md.get("resourceVersion")
+            if name and version:
+                known = self._placed.get(name)
+                where = known[1] if known is not None and known[0] == version else _place(pod, roles, by_role)
+                placed[name] = (version, where)
+            else:
+                where = _place(pod, roles, by_role)
+            if where is not None:
+                groups.setdefault((where[0], where[1]), []).append((where[2], pod))  # type: ignore[arg-type]
+        self._placed = placed
+        # The replicas worked out at the last look become the ones to reuse (a look that worked none out, a
+        # grouping alone, keeps the ones before it); those not asked for again are dropped with the old table.
+        if self._replicas_next:
+            self._replicas, self._replicas_next = self._replicas_next, {}
+        current: dict[tuple[str, int], JSON] = {}
+        earlier: dict[tuple[str, int], list[JSON]] = {}
+        for key, group in groups.items():
+            group.sort(key=lambda kp: kp[0])
+            current[key] = dict(group[-1][1])
+            earlier[key] = [dict(p) for _, p in group[:-1]]
+        return PodIndex(current, earlier)
+
+    def replica(self, role: str, index: int, pod: Mapping[str, Any], earlier_failures: int,
+                container: str | None) -> ReplicaStatus:
+        """:func:`replica_from_pod`, from the last look's when the pod has not changed (a copy: statuses are
+        changed by their readers, as a cancel marks replicas)."""
+        md = pod.get("metadata") or {}
+        name, version = md.get("name"), md.get("resourceVersion")
+        if not (name and version):
+            return replica_from_pod(role, index, pod, earlier_failures, container)
+        key = (f"{name}@{version}", role, earlier_failures, container)
+        known = self._replicas.get(key) or self._replicas_next.get(key)
+        if known is None:
+            known = replica_from_pod(role, index, pod, earlier_failures, container)
+        self._replicas_next[key] = known
+        return copy.copy(known)
+
+
+def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo], cache: PodCache | None = None) -> PodIndex:
+    """Pods by replica (``cache``: reuse what the last look at these pods worked out)."""
+    if cache is not None:
+        return cache.group(pods, roles)
     by_role = {r.role: r for r in roles}
     groups: dict[tuple[str, int], list[JSON]] = {}
     for pod in pods:
-        role = pod_role(pod, roles)
-        if role is None:
+        where = _place(pod, roles, by_role)
+        if where is None:
             continue
-        info = by_role.get(role)
-        # A role of one replica: its pod is replica 0, whatever its (generated) name says.
-        index = 0 if info is not None and info.replicas == 1 else pod_index(pod, info)
-        if index is None:
-            continue
-        groups.setdefault((role, index), []).append(dict(pod))
+        groups.setdefault((where[0], where[1]), []).append(dict(pod))
     current: dict[tuple[str, int], JSON] = {}
     earlier: dict[tuple[str, int], list[JSON]] = {}
     for key, group in groups.items():
@@ -233,11 +307,15 @@ def job_status(
     namespace: str | None = None,
     deleted: bool = False,
     flavor: Flavor | None = None,
+    grouped: PodIndex | None = None,
+    cache: PodCache | None = None,
 ) -> JobStatus:
     """The status of one job from its workload object(s) and pods.
 
     ``deleted``: the root is gone (seen deleted by a watch): the job was cancelled. ``flavor``: the job's, when
     the caller knows it (a job located, submitted or watched); else read from its first workload object.
+    ``grouped``: the pods already grouped by replica (:func:`group_pods` of these pods and the job's roles), which
+    saves grouping them again; ``cache``: what an earlier look at these pods worked out (:class:`PodCache`).
     """
     if not workloads:
         raise ValueError("a job status needs its workload object")
@@ -247,7 +325,8 @@ def job_status(
     rmeta = meta(root)
     job_id = job_id or labels(root).get(JOB_LABEL) or rmeta.get("name", "")
     roles = roles_of(flavor, ordered)
-    grouped = group_pods(pods, roles)
+    if grouped is None:
+        grouped = group_pods(pods, roles, cache)
     engine = engine_state(flavor, ordered)
     created = parse_time(rmeta.get("creationTimestamp"))
 
@@ -265,8 +344,9 @@ def job_status(
             if pod is not None:
                 earlier = grouped.earlier.get((info.role, i), [])
                 n_earlier = sum(1 for p in earlier if (p.get("status") or {}).get("phase") == "Failed")
-                replicas.append(replica_from_pod(info.role, i, pod, n_earlier if count_earlier else 0,
-                                                 info.container))
+                failures = n_earlier if count_earlier else 0
+                replicas.append(cache.replica(info.role, i, pod, failures, info.container) if cache is not None
+                                else replica_from_pod(info.role, i, pod, failures, info.container))
                 continue
             r = ReplicaStatus(role=info.role, index=i)
             if i in completed.get(info.role, set()) or engine.phase is JobPhase.SUCCEEDED:
@@ -366,6 +446,7 @@ def jobs_by_name(workloads: Iterable[Mapping[str, Any]]) -> dict[str, list[JSON]
 __all__ = [
     "KUEUE_QUEUE_LABEL",
     "EngineState",
+    "PodCache",
     "PodIndex",
     "RoleInfo",
     "annotations_of",

@@ -23,6 +23,7 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
 from .client.transport import JSON
+from .essentials import pod_essentials, same_essentials
 
 
 class Informer:
@@ -37,13 +38,19 @@ class Informer:
         on_change: Callable[[], None],
         *,
         timeout_seconds: int = 290,
+        keep: Callable[[JSON], JSON] | None = None,
+        same: Callable[[JSON, JSON], bool] | None = None,
     ) -> None:
+        """``keep``: what of each object is kept (the rest is dropped as it arrives: a pod's essentials, not the
+        whole pod); ``same``: whether a new version of a kept object is no news (then readers are not woken)."""
         self.kube = kube
         self.res = res
         self.namespace = namespace
         self.label_selector = label_selector
         self.timeout_seconds = timeout_seconds
         self._on_change = on_change
+        self._keep = keep
+        self._same = same
         self._lock = threading.Lock()
         self.objects: dict[str, JSON] = {}
         self.deleted: dict[str, JSON] = {}
@@ -81,7 +88,8 @@ class Informer:
     def relist(self) -> None:
         items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector)
         with self._lock:
-            fresh = {i["metadata"]["name"]: i for i in items}
+            keep = self._keep
+            fresh = {i["metadata"]["name"]: keep(i) if keep is not None else i for i in items}
             for name, old in self.objects.items():
                 if name not in fresh:
                     self.deleted[name] = old
@@ -103,12 +111,19 @@ class Informer:
         obj.setdefault("apiVersion", self.res.api_version)
         obj.setdefault("kind", self.res.kind)
         name = obj["metadata"]["name"]
+        if self._keep is not None:
+            obj = self._keep(obj)
         with self._lock:
             if kind == "DELETED":
                 self.objects.pop(name, None)
                 self.deleted[name] = obj
             else:
+                before = self.objects.get(name)
                 self.objects[name] = obj
+                if before is not None and self._same is not None and self._same(before, obj):
+                    if rv:
+                        self.resource_version = rv
+                    return  # nothing a reader looks at changed: no one is woken, nothing recomputed
             if rv:
                 self.resource_version = rv
         self._on_change()
@@ -174,8 +189,9 @@ class JobWatch:
         self._cond = threading.Condition()
         self.version = 0
         self.workloads = Informer(kube, workload, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
+        # Pods are kept as their essentials (what status, diagnosis and log streams read): flat memory per replica.
         self.pods = Informer(kube, PODS, namespace, selector if pod_selector is None else pod_selector, self._changed,
-                             timeout_seconds=timeout_seconds)
+                             timeout_seconds=timeout_seconds, keep=pod_essentials, same=same_essentials)
         #: monotonic time of the latest change (what the latency benchmark reads)
         self.changed_at = 0.0
         self._started = False
