@@ -8,7 +8,6 @@ faults, and to inspect state and the request log.
 
 from __future__ import annotations
 
-import copy
 import re
 import secrets
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import yaml
 
 from . import kubelet
+from .copies import clone
 from .patches import merge_patch
 from .resources import DEFAULT_CRD_DIR, ResourceType, default_crd_keys
 from .server import ApiServer
@@ -201,25 +201,25 @@ class KubeEmulator:
         """Store an object as a controller would, ``status`` included; defaults and validation apply."""
         rt = self.store.registry.for_object(dict(obj))
         meta = obj.get("metadata") or {}
-        return copy.deepcopy(self.store.create(rt, meta.get("namespace"), dict(obj), trusted=True))
+        return clone(self.store.create(rt, meta.get("namespace"), dict(obj), trusted=True))
 
     def update(self, obj: Mapping[str, Any]) -> Obj:
         """Replace an object wholesale, ``status`` included, without resourceVersion checks."""
         rt = self.store.registry.for_object(dict(obj))
-        return copy.deepcopy(self.store.write(rt, copy.deepcopy(dict(obj))))
+        return clone(self.store.write(rt, clone(dict(obj))))
 
     def find(self, resource: str, name: str, namespace: str | None = "default") -> Obj | None:
         obj = self.store.find(self.resource(resource), namespace, name)
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     def get(self, resource: str, name: str, namespace: str | None = "default") -> Obj:
         """The stored object (a copy); raises :class:`~kube_emulator.errors.ApiError` 404 if missing."""
-        return copy.deepcopy(self.store.get(self.resource(resource), namespace, name))
+        return clone(self.store.get(self.resource(resource), namespace, name))
 
     def objects(self, resource: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
         """Stored objects of a type (all namespaces unless one is given), sorted by namespace and name."""
         items, _ = self.store.list_objects(self.resource(resource), namespace, label_selector)
-        return copy.deepcopy(items)
+        return clone(items)
 
     def patch_status(
         self, resource: str, name: str, status: Mapping[str, Any], namespace: str | None = "default"
@@ -227,9 +227,9 @@ class KubeEmulator:
         """Merge-patch ``status`` (a controller's status update); ``None`` values delete keys."""
         with self.store.cond:
             rt = self.resource(resource)
-            obj = copy.deepcopy(self.store.get(rt, namespace, name))
+            obj = clone(self.store.get(rt, namespace, name))
             obj["status"] = merge_patch(obj.get("status") or {}, dict(status))
-            return copy.deepcopy(self.store.write(rt, obj))
+            return clone(self.store.write(rt, obj))
 
     def delete(
         self, resource: str, name: str, namespace: str | None = "default", propagation: str | None = "Background"
@@ -261,7 +261,7 @@ class KubeEmulator:
         """
         with self.store.cond:
             pods = self.resource("pods")
-            pod = copy.deepcopy(self.store.get(pods, namespace, name))
+            pod = clone(self.store.get(pods, namespace, name))
             restarted = kubelet.apply_phase(
                 pod,
                 phase,
@@ -276,7 +276,7 @@ class KubeEmulator:
             )
             for c in restarted:
                 self.store.logs.restart(pod["metadata"]["uid"], c)
-            return copy.deepcopy(self.store.write(pods, pod))
+            return clone(self.store.write(pods, pod))
 
     def append_log(self, namespace: str, pod: str, text: str, container: str | None = None) -> None:
         """Append lines to a container's current log (the only container if ``container`` is None).
@@ -362,7 +362,7 @@ class KubeEmulator:
             }
             pods = []
             for i in indexes:
-                template = copy.deepcopy(spec["template"])
+                template = clone(spec["template"])
                 tmeta = template.get("metadata") or {}
                 labels = dict(tmeta.get("labels") or {})
                 annotations = dict(tmeta.get("annotations") or {})

@@ -12,7 +12,6 @@ log line or reset wakes them.
 from __future__ import annotations
 
 import bisect
-import copy
 import json
 import random
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import defaults, validation
+from .copies import clone
 from .errors import ApiError, Cause, already_exists, bad_request, conflict, internal, invalid, not_found
 from .logs import LogBook, rfc3339
 from .patches import json_patch, merge_patch, strategic_merge_patch
@@ -291,7 +291,7 @@ class Store:
             )
         if kind and kind != rt.kind:
             raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -337,7 +337,7 @@ class Store:
         body validator."""
         with self.cond:
             obj = self._decode(rt, ns, body)
-            sent = copy.deepcopy(obj)
+            sent = clone(obj)
             meta = obj["metadata"]
             if meta.get("resourceVersion"):
                 raise internal("resourceVersion should not be set on objects to be created")
@@ -458,7 +458,7 @@ class Store:
                 rv = (patch.get("metadata") or {}).get("resourceVersion")
                 if rv and rv != _meta(existing)["resourceVersion"]:
                     raise conflict(rt.plural, rt.group, name)
-            new = copy.deepcopy(new)  # patch results share subtrees with the stored object
+            new = clone(new)  # patch results share subtrees with the stored object
             return self._update(
                 rt, existing, new, subresource=subresource, dry_run=dry_run, verb="patch", check_body=True
             )
@@ -487,7 +487,7 @@ class Store:
         if existing is None:
             return self.create(rt, ns, obj, dry_run=dry_run)
         merge = strategic_merge_patch if rt.is_builtin else merge_patch
-        new = copy.deepcopy(merge(existing, obj))
+        new = clone(merge(existing, obj))
         return self._update(rt, existing, new, subresource=subresource, dry_run=dry_run, verb="apply", check_body=True)
 
     def _update(
