@@ -203,59 +203,88 @@ class PodCache:
     """What was worked out per pod at the last look at a job, kept for the next: a follower of 10,000 replicas
     looks again at every change, and one change is one pod. A pod's (name, resourceVersion) names its content
     (the API server gives every change a new version), so what is worked out from it holds until its version
-    moves; pods without a version (built by hand) are worked out every time. Entries of pods that are gone are
-    dropped at each look. Not thread-safe: one per reader of a watch (its :class:`~.follow.JobState`)."""
+    moves: a look finds the pods that changed (one dict lookup per pod) and regroups only their replicas.
+    Pods without a version (built by hand) make the look a fresh one. Not thread-safe: one per reader of a
+    watch (its :class:`~.follow.JobState`, which serialises its looks).
+
+    What it hands out is shared with later looks (a :class:`PodIndex`'s dicts are new at each look, the pods
+    and replica statuses in them are not): read them, never change them."""
 
     def __init__(self) -> None:
-        self._roles: list[RoleInfo] | None = None
-        self._placed: dict[str, tuple[str, _Placed]] = {}
-        self._replicas: dict[tuple[str, str, int, str | None], ReplicaStatus] = {}
-        self._replicas_next: dict[tuple[str, str, int, str | None], ReplicaStatus] = {}
+        self._reset(None)
+
+    def _reset(self, roles: list[RoleInfo] | None) -> None:
+        self._roles = roles
+        #: pod name → (its resourceVersion, where it stands, the pod)
+        self._placed: dict[str, tuple[str, _Placed, JSON]] = {}
+        #: replica → names of its pods
+        self._members: dict[tuple[str, int], set[str]] = {}
+        self._index = PodIndex({}, {})
+        self._replicas: dict[tuple[str, int], tuple[str, int, str | None, ReplicaStatus]] = {}
 
     def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
         if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
-            self._roles, self._placed, self._replicas = list(roles), {}, {}
+            self._reset(list(roles))
+        pods = list(pods)
+        if any(not (meta_of(p).get("name") and meta_of(p).get("resourceVersion")) for p in pods):
+            self._reset(list(roles))
+            return group_pods(pods, roles)
         by_role = {r.role: r for r in roles}
-        placed: dict[str, tuple[str, _Placed]] = {}
-        groups: dict[tuple[str, int], list[tuple[tuple[int, float, int, float, str], JSON]]] = {}
+        before = self._placed
+        placed: dict[str, tuple[str, _Placed, JSON]] = {}
+        touched: set[tuple[str, int]] = set()
         for pod in pods:
-            md = pod.get("metadata") or {}
-            name, version = md.get("name"), md.get("resourceVersion")
-            if name and version:
-                known = self._placed.get(name)
-                where = known[1] if known is not None and known[0] == version else _place(pod, roles, by_role)
-                placed[name] = (version, where)
-            else:
-                where = _place(pod, roles, by_role)
+            md = meta_of(pod)
+            name, version = md["name"], md["resourceVersion"]
+            known = before.pop(name, None)
+            if known is not None and known[0] == version:
+                placed[name] = known
+                continue
+            where = _place(pod, roles, by_role)
+            placed[name] = (version, where, dict(pod))
+            if known is not None and known[1] is not None:
+                touched.add(known[1][:2])
+                self._members[known[1][:2]].discard(name)
             if where is not None:
-                groups.setdefault((where[0], where[1]), []).append((where[2], pod))  # type: ignore[arg-type]
+                touched.add(where[:2])
+                self._members.setdefault(where[:2], set()).add(name)
+        for name, (_, where, _) in before.items():  # pods gone since the last look
+            if where is not None:
+                touched.add(where[:2])
+                self._members[where[:2]].discard(name)
         self._placed = placed
-        # The replicas worked out at the last look become the ones to reuse (a look that worked none out, a
-        # grouping alone, keeps the ones before it); those not asked for again are dropped with the old table.
-        if self._replicas_next:
-            self._replicas, self._replicas_next = self._replicas_next, {}
-        current: dict[tuple[str, int], JSON] = {}
-        earlier: dict[tuple[str, int], list[JSON]] = {}
-        for key, group in groups.items():
-            group.sort(key=lambda kp: kp[0])
-            current[key] = dict(group[-1][1])
-            earlier[key] = [dict(p) for _, p in group[:-1]]
-        return PodIndex(current, earlier)
+        if touched:
+            current, earlier = dict(self._index.current), dict(self._index.earlier)
+            for key in touched:
+                members = sorted((placed[n] for n in self._members.get(key, ())),
+                                 key=lambda p: p[1][2])  # type: ignore[index]
+                if members:
+                    current[key], earlier[key] = members[-1][2], [p[2] for p in members[:-1]]
+                else:
+                    current.pop(key, None)
+                    earlier.pop(key, None)
+                    self._members.pop(key, None)
+            self._index = PodIndex(current, earlier)
+        return self._index
 
     def replica(self, role: str, index: int, pod: Mapping[str, Any], earlier_failures: int,
                 container: str | None) -> ReplicaStatus:
-        """:func:`replica_from_pod`, from the last look's when the pod has not changed (a copy: statuses are
-        changed by their readers, as a cancel marks replicas)."""
-        md = pod.get("metadata") or {}
-        name, version = md.get("name"), md.get("resourceVersion")
-        if not (name and version):
-            return replica_from_pod(role, index, pod, earlier_failures, container)
-        key = (f"{name}@{version}", role, earlier_failures, container)
-        known = self._replicas.get(key) or self._replicas_next.get(key)
-        if known is None:
-            known = replica_from_pod(role, index, pod, earlier_failures, container)
-        self._replicas_next[key] = known
-        return copy.copy(known)
+        """:func:`replica_from_pod`, the last look's when the replica's pod has not changed."""
+        md = meta_of(pod)
+        key = (role, index)
+        version = f"{md.get('name')}@{md.get('resourceVersion')}"
+        known = self._replicas.get(key)
+        if known is not None and known[:3] == (version, earlier_failures, container):
+            return known[3]
+        replica = replica_from_pod(role, index, pod, earlier_failures, container)
+        if md.get("resourceVersion"):
+            self._replicas[key] = (version, earlier_failures, container, replica)
+        return replica
+
+
+def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's metadata, read only (:func:`meta` copies it, which 10,000 pods a look cannot afford)."""
+    return obj.get("metadata") or {}
 
 
 def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo], cache: PodCache | None = None) -> PodIndex:
@@ -368,6 +397,8 @@ def job_status(
         phase = JobPhase.RUNNING if started else JobPhase.PENDING
     elif phase is JobPhase.CANCELLED:
         # Being deleted by a cancel: its pods are stopped with it, not failing (as the local backend says).
+        # (copies: the replicas may be a PodCache's, shared with the next look)
+        replicas = [copy.copy(r) for r in replicas]
         stopped_by_cancel(replicas, engine.finished_at)
     status = JobStatus(
         job_id=job_id,

@@ -1,0 +1,210 @@
+"""Following a big job: the watch keeps each pod's essentials (what kubetrain reads), a change of nothing it reads
+wakes no one, status is worked out once per change and per pod only for the pods that changed, and a failure
+among 10,000 replicas is still reported. Emulator only."""
+
+# ruff: noqa: F811 - pytest fixtures are imported from tests.support.cluster and named as parameters
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from typing import Any
+
+from kubetrain.backends.kubernetes.client.resources import JOBS
+from kubetrain.backends.kubernetes.describe import Description
+from kubetrain.backends.kubernetes.diagnose import diagnose
+from kubetrain.backends.kubernetes.essentials import pod_essentials, same_essentials
+from kubetrain.backends.kubernetes.flavors import flavor_of
+from kubetrain.backends.kubernetes.follow import job_state
+from kubetrain.backends.kubernetes.lookup import ordered
+from kubetrain.backends.kubernetes.status_map import PodCache, group_pods, job_status, roles_of
+from kubetrain.backends.kubernetes.watch import JobWatch
+from kubetrain.jobspec import from_dict
+from kubetrain.status import JobPhase, ReplicaPhase
+from kubetrain.terminal import OutputSink
+from tests.support.cluster import Cluster, controllers, emulated, job_doc, now  # noqa: F401
+
+NS = "default"
+
+
+def _job_with_every_kind_of_replica(emulated: Cluster, name: str) -> tuple[list[Any], dict[str, str]]:
+    """A submitted 9-replica job whose pods are in the states kubetrain tells apart (as the kubelet writes them)."""
+    emu = emulated.emu
+    assert emu is not None
+    emulated.backend().submit(from_dict(job_doc(name, replicas=9)), flavor="job")
+    pods = controllers(emu, NS).create_pods("job", name)
+    emu.set_pod_phase(NS, pods["worker-0"], "Running")
+    emu.set_pod_phase(NS, pods["worker-1"], "Pending", reason="Unschedulable")
+    emu.set_pod_phase(NS, pods["worker-2"], "Pending", reason="ImagePullBackOff", message="Back-off pulling image")
+    emu.set_pod_phase(NS, pods["worker-3"], "Failed", exit_code=3, message="bad shape")
+    emu.set_pod_phase(NS, pods["worker-4"], "Failed", exit_code=137, reason="OOMKilled")
+    emu.set_pod_phase(NS, pods["worker-5"], "Running")
+    emu.set_pod_phase(NS, pods["worker-5"], "Running", restart=True, exit_code=1)
+    emu.set_pod_phase(NS, pods["worker-6"], "Succeeded", exit_code=0)
+    emu.set_pod_phase(NS, pods["worker-7"], "Running", reason="CrashLoopBackOff", message="back-off restarting")
+    # worker-8: created, not scheduled yet (Pending, no condition)
+    return ordered(emu.objects("jobs", NS, label_selector=f"kubetrain.dev/job={name}")), pods
+
+
+def test_status_diagnosis_and_describe_from_pod_essentials_are_those_from_whole_pods(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    workloads, _ = _job_with_every_kind_of_replica(emulated, "whole")
+    whole = emu.objects("pods", NS)
+    kept = [pod_essentials(p) for p in whole]
+    flavor = flavor_of(workloads[0])
+    roles = roles_of(flavor, workloads)
+
+    def answers(pods: list[Any]) -> dict[str, Any]:
+        status = job_status(workloads, pods, job_id="whole", namespace=NS, flavor=flavor)
+        diagnoses = diagnose(None, status, workloads, pods, flavor=flavor)
+        return Description.of(status, diagnoses, workloads, group_pods(pods, roles)).to_dict()
+
+    from_whole, from_kept = answers(whole), answers(kept)
+    assert from_kept == from_whole
+    # The job's states are all there (the comparison is not of two empty answers).
+    phases = {r["phase"] for r in from_whole["replicas"]}
+    assert {"Running", "Pending", "Failed", "Succeeded"} <= phases
+    assert {d["cause"] for d in from_whole["diagnosis"]} >= {"Unschedulable", "ImagePull"}
+    # ... and what is kept is much less than the pod.
+    assert len(repr(kept)) * 2 < len(repr(whole))
+
+
+def test_the_pod_cache_answers_as_a_fresh_look_at_each_change(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    workloads, pods = _job_with_every_kind_of_replica(emulated, "cached")
+    flavor = flavor_of(workloads[0])
+    cache = PodCache()
+
+    def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        now = [pod_essentials(p) for p in emu.objects("pods", NS)]
+        fresh = job_status(workloads, now, job_id="cached", namespace=NS, flavor=flavor)
+        # A look at the job deleted (a cancel marks its replicas) changes no later answer.
+        cancelled = job_status(workloads, now, job_id="cached", namespace=NS, flavor=flavor, deleted=True,
+                               cache=cache)
+        assert {r.phase for r in cancelled.replicas} >= {ReplicaPhase.CANCELLED}
+        grouped = group_pods(now, roles_of(flavor, workloads), cache)
+        cached = job_status(workloads, now, job_id="cached", namespace=NS, flavor=flavor, grouped=grouped,
+                            cache=cache)
+        return fresh.to_dict(), cached.to_dict()
+
+    fresh, cached = both()
+    assert cached == fresh
+    emu.set_pod_phase(NS, pods["worker-0"], "Failed", exit_code=2)
+    emu.set_pod_phase(NS, pods["worker-1"], "Running")
+    fresh, cached = both()
+    assert cached == fresh
+    assert [r["phase"] for r in cached["replicas"]][:2] == ["Failed", "Running"]
+    # The replica's pod replaced by a new one (the Job controller's retry): the new pod is the replica.
+    emu.delete("pods", pods["worker-3"], NS)
+    [again] = emu.create_job_pods(NS, "cached-worker", indexes=[3])
+    emu.set_pod_phase(NS, again["metadata"]["name"], "Running")
+    fresh, cached = both()
+    assert cached == fresh
+    assert cached["replicas"][3]["phase"] == "Running"
+
+
+def test_a_change_of_nothing_kubetrain_reads_wakes_no_reader(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    b = emulated.backend()
+    b.submit(from_dict(job_doc("quiet", replicas=2)), flavor="job")
+    pods = controllers(emu, NS).create_pods("job", "quiet")
+    emu.set_pod_phase(NS, pods["worker-0"], "Running")
+    with JobWatch(b.kube, NS, "quiet", JOBS) as jw:
+        assert jw.wait_synced(30)
+        seen = jw.version
+        emu.patch_status("pods", pods["worker-0"], {"podIP": "10.9.9.9", "qosClass": "Guaranteed"})
+        emu.set_pod_phase(NS, pods["worker-1"], "Running")  # read: wakes readers, after the one above
+        deadline = time.monotonic() + 30
+        while jw.pods.snapshot() and "Running" not in [
+                (p["status"] or {}).get("phase") for p in jw.pods.snapshot()
+                if p["metadata"]["name"] == pods["worker-1"]]:
+            assert time.monotonic() < deadline, "the watch never saw worker-1 Running"
+            jw.wait_change(jw.version, timeout=1)
+        assert jw.version == seen + 1  # one wake-up: the IP change was no news
+        kept = {p["metadata"]["name"]: p for p in jw.pods.snapshot()}
+        assert "podIP" not in kept[pods["worker-0"]]["status"]
+        assert kept[pods["worker-0"]] == pod_essentials(emu.get("pods", pods["worker-0"], NS))
+
+
+def test_same_essentials_tells_a_read_change_from_an_unread_one(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    emulated.backend().submit(from_dict(job_doc("same", replicas=1)), flavor="job")
+    [pod] = controllers(emu, NS).create_pods("job", "same").values()
+    before = pod_essentials(emu.set_pod_phase(NS, pod, "Running"))
+    unread = pod_essentials(emu.patch_status("pods", pod, {"podIP": "10.1.1.1"}))
+    assert unread["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+    assert same_essentials(before, unread)
+    read = pod_essentials(emu.set_pod_phase(NS, pod, "Failed", exit_code=1))
+    assert not same_essentials(unread, read)
+
+
+def test_the_watch_state_is_worked_out_once_per_change_for_every_reader(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    b = emulated.backend()
+    b.submit(from_dict(job_doc("once", replicas=3)), flavor="job")
+    pods = controllers(emu, NS).create_pods("job", "once")
+    with JobWatch(b.kube, NS, "once", JOBS) as jw:
+        assert jw.wait_synced(30)
+        state = job_state(jw, "once")
+        first, grouped, _ = state()
+        again, grouped_again, _ = state()
+        assert first is not None and again is not None
+        assert grouped_again is grouped and again.replicas is first.replicas  # the same work, not redone
+        again.reason = "changed by a reader"
+        assert state()[0].reason != "changed by a reader"  # type: ignore[union-attr]  # each reader its copy
+        seen = jw.version
+        emu.set_pod_phase(NS, pods["worker-2"], "Running")
+        while jw.wait_change(seen, timeout=30) == seen:
+            pass
+        latest, _, _ = state()
+        assert latest is not None and latest.replicas is not first.replicas
+        assert latest.replicas[2].phase is ReplicaPhase.RUNNING
+
+
+def test_a_failure_among_10000_replicas_is_reported(emulated: Cluster) -> None:
+    emu = emulated.emu
+    assert emu is not None
+    replicas = 10_000
+    b = emulated.backend(log_grace=0.5, flavor="job")
+    events: list[str] = []
+    result: list[Any] = []
+    sink = OutputSink(out=io.StringIO(), err=io.StringIO(), color=False)
+
+    def run() -> None:
+        result.append(b.run(from_dict(job_doc("ten-k", replicas=replicas)), sink=sink, on_event=events.append))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not emu.objects("jobs", NS, label_selector="kubetrain.dev/job=ten-k"):
+        assert time.monotonic() < deadline, "the job was not created"
+        time.sleep(0.01)
+    played = controllers(emu, NS)
+    pods = played.create_pods("job", "ten-k")
+    assert len(pods) == replicas
+    for pod in pods.values():
+        emu.set_pod_phase(NS, pod, "Running")
+    last = f"worker-{replicas - 1}"
+    emu.set_pod_phase(NS, pods[last], "Failed", exit_code=3, message="bad shape")
+    reported_by = time.monotonic()
+    while not any(e.startswith(f"{last} failed") for e in events):
+        assert time.monotonic() < deadline + 120, f"no report of {last}'s failure: {events[-5:]}"
+        time.sleep(0.05)
+    print(f"set up in {reported_by - deadline + 120:.1f} s, reported in {time.monotonic() - reported_by:.1f} s")
+    assert f"{last} failed: exit code 3" in events
+    # The Job controller's verdict (its 9,999 running pods are left to the test's end: deleting them one by one is
+    # the emulator's slow path, and no part of what is tested here).
+    failed = [{"type": kind, "status": "True", "reason": "BackoffLimitExceeded", "message": "worker failed",
+               "lastTransitionTime": now()} for kind in ("FailureTarget", "Failed")]
+    emu.patch_status("jobs", "ten-k-worker", {"conditions": failed}, NS)
+    thread.join(120)
+    [ran] = result
+    status = ran.status
+    assert status is not None and status.phase is JobPhase.FAILED
+    assert status.first_failure is not None and status.first_failure.replica == last
