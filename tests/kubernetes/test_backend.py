@@ -8,6 +8,7 @@ import that costs nothing."""
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -168,6 +169,30 @@ def test_importing_the_package_costs_nothing() -> None:
         m for m in ours if m == "kubetrain.contract" or m.startswith("kubetrain.contract.")}
     foreign = {m.split(".")[0] for m in loaded} - set(sys.stdlib_module_names) - {"kubetrain"}
     assert {m for m in foreign if not m.startswith("_") and m not in ("sitecustomize", "usercustomize")} == set()
+
+
+CREATING_ONLY = ("kubetrain.backends.kubernetes.submit", "kubetrain.backends.kubernetes.ssh_keys",
+                 "kubetrain.backends.kubernetes.as_written", "kubetrain.backends.kubernetes.changes")
+"""Modules only creating a job (and the web view's change feed) use: the reading verbs must not pay for them."""
+
+
+@pytest.mark.parametrize("verb", ["status", "describe", "list"])
+def test_the_reading_verbs_import_nothing_only_creating_a_job_uses(emulated: Cluster, verb: str,
+                                                                    tmp_path: Path) -> None:
+    b = emulated.backend(flavor="job")
+    b.submit(from_dict(job_doc("lean", replicas=2)))
+    modules = tmp_path / "modules"
+    code = ("import sys; from kubetrain.cli.main import main; rc = main(sys.argv[2:]); "
+            "open(sys.argv[1], 'w').write('\\n'.join(sorted(sys.modules))); sys.exit(rc)")
+    argv = [sys.executable, "-c", code, str(modules), verb, *(["lean"] if verb != "list" else []),
+            "--backend", "kubernetes", "--kubeconfig", str(emulated.kubeconfig)]
+    got = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "KUBETRAIN_HOME": str(tmp_path)},
+                         timeout=120)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert "lean" in got.stdout
+    imported = set(modules.read_text().split())
+    assert "kubetrain.backends.kubernetes.backend" in imported  # the command did reach the backend
+    assert imported.isdisjoint(CREATING_ONLY), sorted(imported.intersection(CREATING_ONLY))
 
 
 def test_the_kubernetes_backend_never_imports_the_local_one() -> None:

@@ -5,6 +5,10 @@
 (:mod:`.lookup`), maps what it sees to the shared status model (:mod:`.status_map`), explains Pending
 replicas (:mod:`.diagnose`, :mod:`.describe`) and merges the replicas' logs (:mod:`.logs`). A job is named
 by its ``metadata.name`` (the ``kubetrain.dev/job`` label of its objects) within a namespace.
+
+What only creating a job uses (:mod:`.submit`, :mod:`.ssh_keys`, :mod:`.as_written`) and the web view's change
+feed (:mod:`.changes`) are imported by the methods that need them: ``kubetrain status``, ``describe`` and
+``list`` import none of them (every module is start-up time of a short command).
 """
 
 from __future__ import annotations
@@ -24,10 +28,8 @@ from ...contract.naming import label_value
 from ...contract.pause import pause_point
 from ...status import JobPhase, JobStatus
 from ..base import DryRun, EventSink, JobProcesses, RunEvents, RunEventSink, RunResult
-from . import as_written
 from . import follow as following
 from .capabilities import check_queue
-from .changes import ClusterChanges, framework_in_manifest
 from .client.errors import ApiError, KubernetesError
 from .client.resources import PODS
 from .client.retry import RetryPolicy
@@ -38,15 +40,15 @@ from .liveness import no_sign_of_life
 from .logs import STREAMS_MERGED, LogTarget, Since, read_logs, targets_of
 from .lookup import Located, job_pods, list_jobs
 from .options import KubernetesOptions
-from .ssh_keys import fill_ssh_secrets
 from .status_map import group_pods, job_status, meta, roles_of
-from .submit import DryRunReport, NameTaken, Submission, dry_run, submit
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
     from ...metrics.sample import MetricSample
     from ..logfiles.kept import KeptJob
+    from .changes import ClusterChanges
     from .render import Rendered
+    from .submit import DryRunReport, Submission
 
 _NAME_RETRIES = 5
 
@@ -144,6 +146,9 @@ class KubernetesBackend(Cluster):
         """Create the job (root first, the rest owned by it). A taken name is an error, except for a
         ``namePrefix`` job, which gets another generated name as ``generateName`` would. ``on_warning`` hears
         the render's warnings before anything is created."""
+        from .ssh_keys import fill_ssh_secrets
+        from .submit import NameTaken, submit
+
         paused = job.spec.run_mode == "Pause" or job.spec.run_policy.suspend
         for attempt in range(_NAME_RETRIES):
             rendered = self.render(job, flavor, namespace)
@@ -164,6 +169,9 @@ class KubernetesBackend(Cluster):
     def dry_run(self, job: TrainJob, flavor: str | None = None, namespace: str | None = None, *,
                 on_warning: Callable[[str], None] | None = None) -> DryRunReport:
         """``--dry-run=server``: every object sent with dryRun=All; the server's verdict on each."""
+        from .ssh_keys import fill_ssh_secrets
+        from .submit import dry_run
+
         rendered = self.render(job, flavor, namespace)
         for warning in rendered.warnings:
             if on_warning is not None:
@@ -197,6 +205,8 @@ class KubernetesBackend(Cluster):
 
         namespace = self.options.namespace
         if job.source is not None and not self.options.convert and self.flavor is None:
+            from . import as_written  # a foreign document only: `status` and the other verbs never import it
+
             written = as_written.plan(self, job, warn)
             if written is not None:
                 return as_written.run(self, written, job, detach=detach, dry_run_mode=dry_run, sink=sink,
@@ -267,11 +277,15 @@ class KubernetesBackend(Cluster):
         feeds = [feed for feed in self._feeds if feed.running]
         if feeds:
             return feeds[0].framework(job_id)
+        from .changes import framework_in_manifest
+
         loc = self._locate(job_id, None)
         return next((found for found in map(framework_in_manifest, loc.workloads) if found), "")
 
     def changes(self, on_change: Callable[[], None]) -> ClusterChanges:
         """Informers on kubetrain's workloads and pods of the namespace (:mod:`.changes`): any event is a change."""
+        from .changes import ClusterChanges
+
         feed = ClusterChanges(self, on_change).start()
         self._feeds = [f for f in self._feeds if f.running] + [feed]
         return feed
