@@ -172,8 +172,10 @@ def test_importing_the_package_costs_nothing() -> None:
 
 
 CREATING_ONLY = ("kubetrain.backends.kubernetes.submit", "kubetrain.backends.kubernetes.ssh_keys",
-                 "kubetrain.backends.kubernetes.as_written", "kubetrain.backends.kubernetes.changes")
-"""Modules only creating a job (and the web view's change feed) use: the reading verbs must not pay for them."""
+                 "kubetrain.backends.kubernetes.as_written", "kubetrain.backends.kubernetes.changes",
+                 "kubetrain.backends.kubernetes.follow")
+"""Modules only creating or following a job (and the web view's change feed) use: the reading verbs must not pay
+for them."""
 
 
 @pytest.mark.parametrize("verb", ["status", "describe", "list"])

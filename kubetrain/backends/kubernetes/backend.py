@@ -6,9 +6,10 @@
 replicas (:mod:`.diagnose`, :mod:`.describe`) and merges the replicas' logs (:mod:`.logs`). A job is named
 by its ``metadata.name`` (the ``kubetrain.dev/job`` label of its objects) within a namespace.
 
-What only creating a job uses (:mod:`.submit`, :mod:`.ssh_keys`, :mod:`.as_written`) and the web view's change
-feed (:mod:`.changes`) are imported by the methods that need them: ``kubetrain status``, ``describe`` and
-``list`` import none of them (every module is start-up time of a short command).
+What only creating and following a job use (:mod:`.submit`, :mod:`.ssh_keys`, :mod:`.as_written`,
+:mod:`.follow`) and the web view's change feed (:mod:`.changes`) are imported by the methods that need them:
+``kubetrain status``, ``describe`` and ``list`` import none of them (every module is start-up time of a short
+command).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from ...contract.naming import label_value
 from ...contract.pause import pause_point
 from ...status import JobPhase, JobStatus
 from ..base import DryRun, EventSink, JobProcesses, RunEvents, RunEventSink, RunResult
-from . import follow as following
 from .capabilities import check_queue
 from .client.errors import ApiError, KubernetesError
 from .client.resources import PODS
@@ -237,6 +237,8 @@ class KubernetesBackend(Cluster):
             if not attached:
                 result.status = self.status_in(sub.name, sub.namespace)
                 return result
+            from . import follow as following
+
             flavor = get_flavor(sub.flavor)  # the one the job was rendered for, handed down to the follow
             result.status = following.follow(self, sub.name, sub.namespace, sink=sink, on_event=events.say,
                                              timeout=self.options.timeout, cancel_on_interrupt=True,
@@ -299,12 +301,16 @@ class KubernetesBackend(Cluster):
     def wait(self, name: str, namespace: str | None = None, *,
              until: Callable[[JobStatus], bool] | None = None, timeout: float | None = None) -> JobStatus:
         """Block until ``until(status)`` (default: the job has ended), by watch (:func:`.follow.wait`)."""
+        from . import follow as following
+
         return following.wait(self, name, namespace, until=until, timeout=timeout)
 
     def follow(self, name: str, namespace: str | None = None, *, sink: LogSink | None = None,
                on_event: EventSink | None = None, timeout: float | None = None,
                cancel_on_interrupt: bool = False) -> JobStatus:
         """Follow a job to its end: output into ``sink``, kubetrain's messages to ``on_event``."""
+        from . import follow as following
+
         return following.follow(self, name, namespace, sink=sink, on_event=on_event, timeout=timeout,
                                 cancel_on_interrupt=cancel_on_interrupt)
 
@@ -369,6 +375,8 @@ class KubernetesBackend(Cluster):
             if ended.phase.is_terminal:
                 pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
             if pods is None or pods:
+                from . import follow as following
+
                 records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note)
                 return _without_metrics(records, grep)
         if pods is None:
