@@ -117,6 +117,8 @@ def test_a_change_of_nothing_kubetrain_reads_wakes_no_reader(emulated: Cluster) 
     emu.set_pod_phase(NS, pods["worker-0"], "Running")
     with JobWatch(b.kube, NS, "quiet", JOBS) as jw:
         assert jw.wait_synced(30)
+        listed = {p["metadata"]["name"]: p for p in jw.pods.snapshot()}  # the list's pods: kept as essentials too
+        assert listed == {name: pod_essentials(emu.get("pods", name, NS)) for name in pods.values()}
         seen = jw.version
         emu.patch_status("pods", pods["worker-0"], {"podIP": "10.9.9.9", "qosClass": "Guaranteed"})
         emu.set_pod_phase(NS, pods["worker-1"], "Running")  # read: wakes readers, after the one above

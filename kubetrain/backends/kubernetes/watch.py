@@ -86,10 +86,9 @@ class Informer:
     # -- the loop -------------------------------------------------------------------------------------
 
     def relist(self) -> None:
-        items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector)
+        items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector, keep=self._keep)
         with self._lock:
-            keep = self._keep
-            fresh = {i["metadata"]["name"]: keep(i) if keep is not None else i for i in items}
+            fresh = {i["metadata"]["name"]: i for i in items}
             for name, old in self.objects.items():
                 if name not in fresh:
                     self.deleted[name] = old
