@@ -41,7 +41,9 @@ def kube_emulator_server() -> Iterator[KubeEmulator]:
     saved = {k: os.environ.get(k) for k in ("NO_PROXY", "no_proxy")}
     for key, value in saved.items():
         os.environ[key] = f"{value},{_LOOPBACK}" if value else _LOOPBACK
-    emulator = KubeEmulator().start()
+    # Strict, unlike a default emulator: every request of the code under test must carry the kubeconfig's
+    # token, so a client that stopped sending it fails the tests instead of passing as anonymous.
+    emulator = KubeEmulator(anonymous=False).start()
     try:
         yield emulator
     finally:
