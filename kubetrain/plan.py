@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, support_of
+from .contract.frameworks import record_of
+from .frameworks import RoleWiring, Topology, WireContext, local_topology, resolve, wire_of
 from .frameworks.controllers import ContractContext, contract_of
 from .frameworks.launchers import TORCHRUN, run_launcher, run_script_launcher
 from .jobspec import FieldError, JobSpec, ReplicaSettings, SpecError, TrainJob
@@ -152,7 +153,7 @@ def procs_per_replica(settings: ReplicaSettings) -> int:
 def replica_counts(spec: JobSpec) -> dict[str, int]:
     """Replicas per role as planned: the roles the framework implies (an MPI job's launcher) first."""
     counts = spec.role_replicas()
-    implied = {role: n for role, n in support_of(spec.framework).implied_roles.items() if role not in counts}
+    implied = {role: n for role, n in record_of(spec.framework).implied_roles.items() if role not in counts}
     return {**implied, **counts}
 
 
@@ -245,7 +246,7 @@ def plan(
             problems += contract.local_problems(cctx)
         else:
             _refuse_nested_launchers(ctx)
-            wiring = _entrypoint(ctx, support_of(spec.framework).wire(ctx))
+            wiring = _entrypoint(ctx, wire_of(spec.framework)(ctx))
         wirings.append(wiring)
         files.update(wiring.files)
         paths.update(wiring.paths)
@@ -273,12 +274,12 @@ def _framework_launcher(ctx: WireContext, wiring: RoleWiring) -> RoleWiring:
     role's processes and files are the framework's, with the contract's variables, files and names over them.
     A launcher role whose run already is a launcher (horovodrun), or a shell script that starts one (Volcano's
     `sh -c '... mpiexec --host ${MPI_HOST} ...'`), runs as written, under the contract alone."""
-    support = support_of(ctx.spec.framework)
-    if not support.ssh_launcher:
+    record = record_of(ctx.spec.framework)
+    if not record.ssh_launcher:
         return wiring
-    if ctx.role == support.program_role and run_script_launcher(ctx.settings.run) is not None:
+    if ctx.role == record.program_role and run_script_launcher(ctx.settings.run) is not None:
         return wiring
-    own = support.wire(ctx)
+    own = wire_of(ctx.spec.framework)(ctx)
     return replace(wiring, env={**own.env, **wiring.env}, processes=own.processes,
                    files={**own.files, **wiring.files})
 
@@ -311,15 +312,15 @@ def _refuse_nested_launchers(ctx: WireContext) -> None:
     launcher = launcher or run_script_launcher(run)
     if launcher is None or run is None or run.custom_command is not None:
         return
-    support = support_of(ctx.spec.framework)
+    record = record_of(ctx.spec.framework)
     framework = ctx.spec.framework.value
-    if launcher == TORCHRUN and support.torchrun and not scripted:
+    if launcher == TORCHRUN and record.torchrun and not scripted:
         return  # unwrapped: pytorch's wiring runs it as written with the PET_* variables
-    elastic = ctx.spec.elastic is not None and support.torchrun
+    elastic = ctx.spec.elastic is not None and record.torchrun
     form = "module" if run.module is not None else "exec"
     own = ctx.spec.roles is not None and ctx.role in ctx.spec.roles and ctx.spec.roles[ctx.role].run is not None
     where = ("spec", "roles", ctx.role, "run", form) if own else ("spec", "run", form)
-    if launcher in support.wraps:
+    if launcher in record.wraps:
         why = f"kubetrain's {framework} framework starts {launcher} itself, so the job would run {launcher} " \
               f"inside {launcher}"
     elif elastic:

@@ -15,7 +15,7 @@ from kubetrain.backends.base import BACKENDS, Backend, open_backend
 from kubetrain.cli.registry import COMMANDS
 from kubetrain.contract import choices
 from kubetrain.contract.errors import KubetrainError
-from kubetrain.frameworks import FRAMEWORKS
+from kubetrain.frameworks import WIRING
 
 PUBLIC = [
     "Backend",
@@ -89,7 +89,7 @@ def test_importing_kubetrain_loads_no_backend_and_no_pydantic() -> None:
 def test_choice_tuples_match_their_registries() -> None:
     """The CLI offers `contract.choices` without importing the registries; they must agree."""
     assert tuple(BACKENDS) == choices.BACKENDS
-    assert tuple(f.value for f in FRAMEWORKS) == choices.FRAMEWORKS
+    assert tuple(f.value for f in WIRING) == choices.FRAMEWORKS
     assert all(alias_of in BACKENDS for alias_of in choices.BACKEND_ALIASES.values())
 
 

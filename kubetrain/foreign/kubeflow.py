@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frameworks import support_of
+from ..contract.frameworks import record_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
 from .conversion import SimpleKind
@@ -216,7 +216,7 @@ def _convert(op: OperatorKind, doc: Mapping[str, Any], walker: SourceWalker) -> 
             continue
         replicas = walker.take((*base, "replicas"), f"{target}.replicas", default=1)
         policy = walker.take((*base, "restartPolicy"), f"{target}.restartPolicy")
-        program_role = support_of(op.framework).program_role
+        program_role = record_of(op.framework).program_role
         hosts_only = program_role is not None and role != program_role
         launcher = program_role is not None and not hosts_only
         template = convert_template(

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from ..contract import env_names
-from ..frameworks import support_of
+from ..contract.frameworks import record_of
 from ..jobspec.frameworks import Framework
 from ..jobspec.model import TrainJob
 from .conversion import Conversion, ForeignKind, SimpleKind, run_conversion
@@ -140,7 +140,7 @@ def macro_values(framework: Framework) -> dict[str, str]:
         "app_id": "$(KUBETRAIN_JOB)",  # the job's name: what kubetrain calls the job, as TorchX's app id
         # The NAME of a variable holding the first replica's host, for a shell to read: MASTER_ADDR in a pytorch
         # job (TorchX's own TORCHX_RANK0_HOST / VC_<ROLE>_0_HOSTS are its schedulers'), KUBETRAIN_RANK0_HOST else.
-        "rank0_env": support_of(framework).rank0_host or env_names.RANK0_HOST,
+        "rank0_env": record_of(framework).rank0_host or env_names.RANK0_HOST,
         "img_root": "",  # the image's root directory: "" on Kubernetes; locally this machine's own, "" too
         "base_img_root": "DEPRECATED",  # TorchX's own value for it
     }

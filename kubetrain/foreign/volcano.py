@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..frameworks import support_of
+from ..contract.frameworks import record_of
 from ..jobspec.errors import Path
 from ..jobspec.frameworks import Framework
 from .conversion import SimpleKind
@@ -99,7 +99,7 @@ def _convert(doc: Mapping[str, Any], walker: SourceWalker) -> dict[str, Any]:
             walker.take((*task, "name"), target)
         replicas = walker.take((*task, "replicas"), f"{target}.replicas", default=1)
         own = is_kubetrain_template(walker, (*task, "template"))
-        program_role = support_of(framework).program_role
+        program_role = record_of(framework).program_role
         launcher = program_role is not None and role == program_role
         converted = convert_template(
             walker,

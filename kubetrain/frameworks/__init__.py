@@ -1,37 +1,50 @@
-"""Framework wiring: for one role, the env and argv of its replicas. Knows nothing of processes or Kubernetes."""
+"""Framework wiring: for one role, the env and argv of its replicas. Knows nothing of processes or Kubernetes.
+
+The facts of a framework are its record (`contract.frameworks.RECORDS`); its wiring is the `wire` function of
+the module named after it here (`frameworks/pytorch.py`), found by that name, so a new framework is its record
+and its module, and no list here.
+"""
 
 from __future__ import annotations
 
-from ..jobspec import Framework
-from . import deepspeed, generic, jax, mpi, pytorch, tensorflow
-from .common import FrameworkSupport, KubeflowKind, ProcessWiring, RoleWiring, WireContext
+from collections.abc import Callable, Mapping
+from importlib import import_module
+from types import MappingProxyType
+
+from ..contract.frameworks import RECORDS, Framework
+from .common import ProcessWiring, RoleWiring, WireContext
 from .topology import Topology, local_topology
 from .values import Addrs, Idx, Value, is_static, resolve
 
-FRAMEWORKS: dict[Framework, FrameworkSupport] = {
-    support.name: support
-    for support in (pytorch.SUPPORT, tensorflow.SUPPORT, deepspeed.SUPPORT, mpi.SUPPORT, jax.SUPPORT, generic.SUPPORT)
-}
-"""The framework registry: adding one is a module with its `SUPPORT` and a line here (docs/design.md)."""
+Wire = Callable[[WireContext], RoleWiring]
+"""Env and argv of one role's replicas."""
 
 
-def support_of(framework: Framework | str) -> FrameworkSupport:
-    return FRAMEWORKS[Framework(framework)]
+def _wire_in_module(framework: Framework) -> Wire:
+    wire: Wire = import_module(f"{__name__}.{framework.value}").wire
+    return wire
+
+
+WIRING: Mapping[Framework, Wire] = MappingProxyType({name: _wire_in_module(name) for name in RECORDS})
+"""Each framework's wiring, in the order of its records."""
+
+
+def wire_of(framework: Framework | str) -> Wire:
+    return WIRING[Framework(framework)]
 
 
 __all__ = [
-    "FRAMEWORKS",
+    "WIRING",
     "Addrs",
-    "FrameworkSupport",
     "Idx",
-    "KubeflowKind",
     "ProcessWiring",
     "RoleWiring",
     "Topology",
     "Value",
+    "Wire",
     "WireContext",
     "is_static",
     "local_topology",
     "resolve",
-    "support_of",
+    "wire_of",
 ]

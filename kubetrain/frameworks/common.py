@@ -1,12 +1,14 @@
-"""What every framework shares: the wiring types, the program's argv, and the common env contract."""
+"""What every framework's wiring shares: the wiring types, the program's argv, and the common env contract.
+
+The facts of each framework (roles, port, Kubeflow kind, ...) are its record in `contract.frameworks`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..contract import env_names
-from ..jobspec import Framework, JobSpec, ReplicaSettings, Run
+from ..jobspec import JobSpec, ReplicaSettings, Run
 from .topology import Topology
 from .values import Idx, Value
 
@@ -55,55 +57,6 @@ class RoleWiring:
     """Host names the controller makes resolvable for this role's replicas (a Service per replica, a pod's
     hostname.subdomain), each → the index of the replica it names. Locally an env value naming one of them
     gets that replica's address instead, and a command naming one is warned of."""
-
-
-@dataclass(frozen=True)
-class KubeflowKind:
-    """The Kubeflow training operator's kind for a framework (PyTorchJob, TFJob, ...)."""
-
-    kind: str
-    replica_specs: str
-    """The spec field holding the replica specs, e.g. `pytorchReplicaSpecs`."""
-    container: str
-    """The container name the operator looks for."""
-    port_name: str
-    """The port name the operator looks for."""
-    launcher_role: bool = True
-    """Whether the kind can hold kubetrain's `launcher` role (PyTorchJob cannot host DeepSpeed's launcher)."""
-
-
-@dataclass(frozen=True)
-class FrameworkSupport:
-    """Everything kubetrain knows of one framework beyond its spec fields: adding a framework is one
-    module defining one of these, and one line in `frameworks.FRAMEWORKS`."""
-
-    name: Framework
-    wire: Callable[[WireContext], RoleWiring]
-    """Env and argv of one role's replicas."""
-    default_port: int
-    """The port the framework's rendezvous listens on (one per role on Kubernetes)."""
-    implied_roles: Mapping[str, int] = field(default_factory=dict)
-    """Roles the framework adds when the spec has none of that name (MPI's `launcher`: 1), placed first."""
-    kubeflow: KubeflowKind | None = None
-    """The training operator's kind, if it has one for this framework."""
-    ssh_launcher: bool = False
-    """On Kubernetes its launcher (`program_role`) reaches the other roles' pods over ssh (MPI's mpirun): they
-    serve ssh with a key pair of the job's (backends/kubernetes/manifests/mpi_ssh.py)."""
-    program_role: str | None = None
-    """The one role whose replica runs the user's program, when only one does (MPI's launcher: its mpirun
-    starts the ranks on the other roles, which run no program of their own). None: every role runs it."""
-    rank0_host: str | None = None
-    """The variable holding the first replica's host, where the framework gives one (MASTER_ADDR): what a
-    TorchX AppDef's ${rank0_env} names."""
-    wraps: tuple[str, ...] = ()
-    """Launchers the framework starts itself around the program (`frameworks.launchers`: MPI's mpirun): a
-    `run` that is one of them would run inside it, and is refused."""
-    torchrun: bool = False
-    """A `run` that is torchrun runs as written, with torchrun's options as PET_* variables (pytorch's wiring)."""
-    preload: tuple[str, ...] = ()
-    """Modules the local backend imports once in a process that then forks the Python replicas. torch may
-    be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);
-    TensorFlow and JAX start threads when imported, so their replicas start the ordinary way."""
 
 
 @dataclass(frozen=True)

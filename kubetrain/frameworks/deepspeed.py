@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..contract import env_names
-from ..jobspec import FieldError, Framework, Run, SpecError
-from . import launchers, pytorch
-from .common import FrameworkSupport, ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from ..jobspec import FieldError, Run, SpecError
+from . import pytorch
+from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 from .hostfile import HOSTFILE, NODEFILE, hostfile, hostfile_path, nodefile
 from .values import Idx, Value, resolve
 
@@ -158,7 +158,3 @@ def _program(run: Run) -> list[str]:
         return ["--module", *run.module]
     return ["--no_python", *program_argv(run.model_copy(update={"other_args": []}))]
 
-
-# DeepSpeed reads torch's env contract: the same port, and a PyTorchJob on the training operator.
-SUPPORT = FrameworkSupport(Framework.DEEPSPEED, wire, pytorch.DEFAULT_PORT, kubeflow=pytorch.KUBEFLOW,
-                           rank0_host="MASTER_ADDR", wraps=(launchers.DEEPSPEED,), torchrun=True)

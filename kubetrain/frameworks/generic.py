@@ -11,8 +11,7 @@ so more than one process per replica is refused there.
 from __future__ import annotations
 
 from ..contract import env_names
-from ..jobspec import Framework
-from .common import FrameworkSupport, ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
+from .common import ProcessWiring, RoleWiring, WireContext, common_env, program_argv, run_of
 
 LOCAL_RANK = env_names.LOCAL_RANK
 PROCS_PER_REPLICA = env_names.PROCS_PER_REPLICA
@@ -33,5 +32,3 @@ def wire(ctx: WireContext) -> RoleWiring:
     env = {**common_env(ctx), PROCS_PER_REPLICA: str(ctx.procs), RANK0_HOST: ctx.topology.host(first, 0)}
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], env, processes)
 
-
-SUPPORT = FrameworkSupport(Framework.GENERIC, wire, default_port=29500, rank0_host=RANK0_HOST)

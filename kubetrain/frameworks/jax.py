@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from ..jobspec import Framework
 from .common import (
-    FrameworkSupport,
-    KubeflowKind,
     ProcessWiring,
     RoleWiring,
     WireContext,
@@ -14,8 +11,6 @@ from .common import (
     run_of,
 )
 from .values import Idx
-
-DEFAULT_PORT = 1234
 
 
 def wire(ctx: WireContext) -> RoleWiring:
@@ -35,6 +30,3 @@ def wire(ctx: WireContext) -> RoleWiring:
     )
     return RoleWiring(ctx.role, ctx.topology.roles[ctx.role], base, processes, port=ctx.topology.port(first, 0))
 
-
-SUPPORT = FrameworkSupport(Framework.JAX, wire, DEFAULT_PORT,
-                           kubeflow=KubeflowKind("JAXJob", "jaxReplicaSpecs", "jax", "jaxjob-port"))

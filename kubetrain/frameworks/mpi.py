@@ -11,11 +11,7 @@ sees the same variables on every backend.
 from __future__ import annotations
 
 from ..contract import env_names
-from ..jobspec import Framework
-from . import launchers
 from .common import (
-    FrameworkSupport,
-    KubeflowKind,
     ProcessWiring,
     RoleWiring,
     WireContext,
@@ -83,8 +79,3 @@ def forwarded(ctx: WireContext, env: dict[str, Value]) -> list[str]:
     names = [*env, *(var.name for var in ctx.settings.env or []), "PATH"]
     return [name for name in dict.fromkeys(names) if not name.startswith("OMPI_")]
 
-
-SUPPORT = FrameworkSupport(Framework.MPI, wire, default_port=2222, implied_roles={LAUNCHER: 1},
-                           kubeflow=KubeflowKind("MPIJob", "mpiReplicaSpecs", "mpi", "mpijob-port"),
-                           program_role=LAUNCHER, ssh_launcher=True,
-                           wraps=(launchers.MPIRUN, launchers.HOROVODRUN))

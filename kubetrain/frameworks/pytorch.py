@@ -8,11 +8,9 @@ per replica, with its options as PET_* variables: never a torchrun inside kubetr
 
 from __future__ import annotations
 
-from ..jobspec import Framework, Run
+from ..jobspec import Run
 from .common import (
     PYTHON,
-    FrameworkSupport,
-    KubeflowKind,
     ProcessWiring,
     RoleWiring,
     WireContext,
@@ -22,8 +20,6 @@ from .common import (
 )
 from .launchers import TORCHRUN, run_launcher
 from .values import Idx, Value
-
-DEFAULT_PORT = 29500
 
 
 def _rank0(ctx: WireContext) -> tuple[str, int]:
@@ -112,7 +108,3 @@ def as_written(run: Run) -> list[str]:
     at = argv.index("-m") + 2 if "-m" in argv[:3] and not argv[0].endswith("torchrun") else 1
     return [*argv[:at], *run.other_args, *argv[at:]]
 
-
-KUBEFLOW = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", launcher_role=False)
-SUPPORT = FrameworkSupport(Framework.PYTORCH, wire, DEFAULT_PORT, kubeflow=KUBEFLOW, torchrun=True, preload=("torch",),
-                           rank0_host="MASTER_ADDR")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from ..jobspec import Framework
-from .common import FrameworkSupport, KubeflowKind, RoleWiring, WireContext, program_argv, run_of, single
+from .common import RoleWiring, WireContext, program_argv, run_of, single
 from .values import Addrs, Idx, Value
 
-DEFAULT_PORT = 2222
 CLUSTER_ROLES = ("chief", "worker", "ps")  # TensorFlow keeps the evaluator out of the cluster
 
 
@@ -30,6 +28,3 @@ def tf_config(ctx: WireContext) -> Value:
 def wire(ctx: WireContext) -> RoleWiring:
     return single(ctx, {"TF_CONFIG": tf_config(ctx)}, program_argv(run_of(ctx)), port=ctx.topology.port(ctx.role, 0))
 
-
-SUPPORT = FrameworkSupport(Framework.TENSORFLOW, wire, DEFAULT_PORT,
-                           kubeflow=KubeflowKind("TFJob", "tfReplicaSpecs", "tensorflow", "tfjob-port"))

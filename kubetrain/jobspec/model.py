@@ -20,20 +20,13 @@ from pydantic import (
     model_validator,
 )
 
+from ..contract.frameworks import frameworks_where, record_of
 from ..contract.labels import NODE_POOL_LABEL, NODE_TYPE_LABEL
 from ..contract.naming import is_dns_label, is_label_key, is_label_value
 from .controller import Controller
 from .convert import convert_validation_error
 from .errors import FieldError, SpecError, format_path
-from .frameworks import (
-    ELASTIC_FRAMEWORKS,
-    MPI_FRAMEWORKS,
-    ROLE_RULES,
-    ROLES,
-    SINGLE_REPLICA_ROLES,
-    TRIALS_FRAMEWORKS,
-    Framework,
-)
+from .frameworks import Framework
 from .mounts import MountInput
 from .pod_template import PodTemplate, has_args_only, template_program
 from .resources import ResourceList, Resources
@@ -572,7 +565,8 @@ class JobSpec(ReplicaSettings):
         problems: list[FieldError] = []
         if self.replicas is not None and self.roles is not None:
             problems.append(FieldError(("replicas",), "give either replicas (one worker role) or roles, not both"))
-        valid = ROLES[self.framework]
+        record = record_of(self.framework)
+        valid = record.roles
         for name, role in (self.roles or {}).items():
             if valid is not None and name not in valid:
                 problems.append(
@@ -584,7 +578,7 @@ class JobSpec(ReplicaSettings):
                 )
             elif not is_dns_label(name, max_len=40):
                 problems.append(FieldError(("roles", name), "role names must be lowercase DNS labels (≤ 40 chars)"))
-            if name in SINGLE_REPLICA_ROLES.get(self.framework, ()) and role.replicas != 1:
+            if name in record.single_roles and role.replicas != 1:
                 problems.append(
                     FieldError(("roles", name, "replicas"), f"a {name} runs as exactly 1 replica", role.replicas, True)
                 )
@@ -601,8 +595,8 @@ class JobSpec(ReplicaSettings):
         if self.trials is not None:
             problems += self._trials_problems()
         problems += self._restart_problems()
-        if self.mpi is not None and self.framework not in MPI_FRAMEWORKS:
-            names = ", ".join(f.value for f in MPI_FRAMEWORKS)
+        if self.mpi is not None and not record.takes_mpi:
+            names = ", ".join(frameworks_where(lambda r: r.takes_mpi))
             problems.append(FieldError(("mpi",), f"applies to framework {names}, not {self.framework.value}",
                                        hint=f"set framework: {names}, or remove mpi"))
         if self.controller is not None:
@@ -636,8 +630,8 @@ class JobSpec(ReplicaSettings):
         ]
 
     def _elastic_problems(self, elastic: Elastic) -> list[FieldError]:
-        if self.framework not in ELASTIC_FRAMEWORKS:
-            names = ", ".join(f.value for f in ELASTIC_FRAMEWORKS)
+        if not record_of(self.framework).elastic:
+            names = ", ".join(frameworks_where(lambda r: r.elastic))
             return [
                 FieldError(
                     ("elastic",), f"{self.framework.value} jobs cannot be elastic", hint=f"elastic works with {names}"
@@ -681,7 +675,7 @@ class JobSpec(ReplicaSettings):
         problems = [FieldError((name,), f"conflicts with trials ({why})") for name, given in
                     (("replicas", self.replicas is not None), ("roles", self.roles is not None),
                      ("elastic", self.elastic is not None)) if given]
-        if self.framework not in TRIALS_FRAMEWORKS:
+        if not record_of(self.framework).trials:
             problems.append(FieldError(("framework",), "must be generic with trials: independent runs form no "
                                        f"{self.framework.value} job together", self.framework.value, True,
                                        hint="drop framework (generic is the default), or drop trials"))
@@ -742,7 +736,7 @@ class JobSpec(ReplicaSettings):
         """Replicas per role, in the framework's role order (then the order written)."""
         if self.roles is None:
             return {DEFAULT_ROLE: self.trials.completions if self.trials is not None else self.replicas or 1}
-        order = ROLES[self.framework] or ()
+        order = record_of(self.framework).roles or ()
         names = sorted(self.roles, key=lambda n: order.index(n) if n in order else len(order))
         return {name: self.roles[name].replicas for name in names}
 
@@ -816,7 +810,7 @@ def _merge_affinity(old: Any, new: Any) -> Any:
 
 def _framework_role_rules(framework: Framework, roles: dict[str, RoleSpec]) -> list[FieldError]:
     problems = []
-    for rule in ROLE_RULES.get(framework, ()):
+    for rule in record_of(framework).role_rules:
         if (rule.when is None or rule.when in roles) and not any(role in roles for role in rule.needs_one_of):
             where = ("roles", rule.when) if rule.when else ("roles",)
             problems.append(FieldError(where, rule.message, hint=rule.hint))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from ..contract.frameworks import RECORDS
 from ..contract.labels import RESERVED_LABELS
 from ..contract.naming import is_env_name, is_label_key, is_label_value
 from .errors import FieldError, Path, SpecError, did_you_mean
@@ -35,7 +36,9 @@ TEMPLATE_KEYS = ("metadata", "spec")
 METADATA_KEYS = ("labels", "annotations")
 """What kubetrain takes of a template's metadata: it names and owns the pods itself."""
 
-MAIN_CONTAINER_NAMES = ("main", "pytorch", "tensorflow", "mpi", "jax")
+MAIN_CONTAINER_NAMES = (
+    "main", *dict.fromkeys(record.kubeflow.container for record in RECORDS.values() if record.kubeflow is not None)
+)
 """The names kubetrain gives its container: `main`, or the training operator's name for the framework
 (the kubeflow flavor). The template container with one of these names is the main one, else its first
 container: the same container on every backend, whatever the flavor."""

@@ -20,8 +20,9 @@ import pytest
 import kubetrain
 from kubetrain.backends.kubernetes.manifests.volumes import path_key
 from kubetrain.backends.kubernetes.render import render_manifests
+from kubetrain.contract.frameworks import record_of
 from kubetrain.foreign import convert
-from kubetrain.frameworks import Topology, support_of
+from kubetrain.frameworks import Topology
 from kubetrain.frameworks.common import program_argv
 from kubetrain.frameworks.controllers import CONTRACTS, Contract, Row
 from kubetrain.frameworks.controllers.table import BEGIN, END, markdown
@@ -229,7 +230,7 @@ def test_the_table_holds_for_a_locally_run_replica(case: tuple[Contract, str], t
 
 def framework_env(job: TrainJob) -> set[str] | None:
     """The variables of the job's framework, when its launcher is kubetrain's (MPI), else None."""
-    if not support_of(job.spec.framework).ssh_launcher:
+    if not record_of(job.spec.framework).ssh_launcher:
         return None
     own = plan(job.model_copy(update={"spec": job.spec.model_copy(update={"controller": None})}))
     return {name for wiring in own.roles for name in wiring.env}

@@ -1,5 +1,6 @@
 """The framework registry is the one place a framework is known: every framework of the job model has its
-entry, every entry plans a job the way its contract says, and no other code asks which framework it is."""
+record and its wiring, every one plans a job the way its contract says, and no other code asks which framework
+it is or keeps a table of them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kubetrain.contract import env_names
-from kubetrain.frameworks import FRAMEWORKS, support_of
+from kubetrain.contract.frameworks import RECORDS, record_of
+from kubetrain.frameworks import WIRING
 from kubetrain.jobspec import Framework
 from kubetrain.jobspec.frameworks import ROLES
 from kubetrain.plan import plan, replica_counts
@@ -30,12 +32,12 @@ CONTRACT = {
 
 
 def test_every_framework_of_the_model_is_registered_once() -> None:
-    assert set(FRAMEWORKS) == set(Framework) == set(CONTRACT)
-    assert all(support.name is name for name, support in FRAMEWORKS.items())
-    assert support_of("pytorch") is FRAMEWORKS[Framework.PYTORCH]
+    assert set(RECORDS) == set(Framework) == set(CONTRACT) == set(WIRING)
+    assert all(record.name is name for name, record in RECORDS.items())
+    assert record_of("pytorch") is RECORDS[Framework.PYTORCH]
 
 
-@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+@pytest.mark.parametrize("framework", list(RECORDS))
 def test_every_framework_plans_its_contract(framework: Framework) -> None:
     roles = ROLES[framework]
     spec: dict[str, object] = {"framework": framework.value, "run": {"python": ["train.py"]}}
@@ -46,8 +48,8 @@ def test_every_framework_plans_its_contract(framework: Framework) -> None:
     job = make_job(spec, image=IMAGE)
     the_plan = plan(job)
     counts = replica_counts(job.spec)
-    support = FRAMEWORKS[framework]
-    assert list(counts)[: len(support.implied_roles)] == list(support.implied_roles)
+    record = RECORDS[framework]
+    assert list(counts)[: len(record.implied_roles)] == list(record.implied_roles)
     assert roles is None or set(counts) <= set(roles)
     running = [p for r in the_plan.replicas for p in r.processes]
     assert running, framework
@@ -57,15 +59,29 @@ def test_every_framework_plans_its_contract(framework: Framework) -> None:
 
 
 def test_no_code_outside_the_registries_compares_framework_names() -> None:
-    """What differs by framework is a `FrameworkSupport` attribute (or, in the job model, a table of
-    jobspec/frameworks.py). The resolver is the exception: it runs inside replicas without the registry (no
-    pydantic) and reads TensorFlow's own cluster layout from the env contract's KUBETRAIN_FRAMEWORK."""
+    """What differs by framework is a field of its record (contract/frameworks.py). The resolver is the
+    exception: it runs inside replicas and reads TensorFlow's own cluster layout from the env contract's
+    KUBETRAIN_FRAMEWORK."""
     names = "|".join(f.value for f in Framework)
     compare = re.compile(rf'[=!]=\s*"({names})"|"({names})"\s*[=!]=|\bin\s*[(\[{{]\s*"({names})"'
                          rf"|\bis (not )?Framework\.|[=!]= Framework\.")
-    own = {ROOT / "frameworks" / f"{f.value}.py" for f in Framework} | {ROOT / "jobspec" / "frameworks.py"}
+    own = {ROOT / "frameworks" / f"{f.value}.py" for f in Framework} | {ROOT / "contract" / "frameworks.py"}
     allowed = {"resolver/env.py", "resolver/apiserver.py"}
     found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(ROOT.rglob("*.py")) if p not in own
              for n, line in enumerate(p.read_text().splitlines(), 1) if compare.search(line)]
     assert [f for f in found if f.split(":")[0] not in allowed] == []
     assert len(found) == 2  # the resolver's two, documented above
+
+
+def test_no_module_but_the_records_keeps_a_table_of_frameworks() -> None:
+    """A framework's facts are its record (contract/frameworks.py), read from there: no other module keys a table
+    by framework names or lists them, so adding a framework is its record and its wiring module. Volcano's
+    plugins and the launchers' programs share some names with frameworks (the `pytorch` plugin, the `deepspeed`
+    program): those are the names of Volcano's plugins and of programs, not kubetrain's frameworks."""
+    names = "|".join(f.value for f in Framework)
+    table = re.compile(rf'"({names})"\s*:\s*[^\s]|Framework\.[A-Z]+\s*:|"({names})",\s*"({names})"')
+    allowed = {"contract/frameworks.py", "foreign/volcano.py", "frameworks/controllers/volcano.py",
+               "frameworks/launchers.py"}
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(ROOT.rglob("*.py")) if str(p.relative_to(ROOT)) not in allowed
+             for n, line in enumerate(p.read_text().splitlines(), 1) if table.search(line)]
+    assert found == []

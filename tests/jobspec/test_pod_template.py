@@ -254,9 +254,9 @@ def test_the_main_container_is_the_one_kubetrain_names_else_the_first() -> None:
 
 
 def test_main_container_names_cover_every_training_operator_container() -> None:
-    from kubetrain.frameworks import FRAMEWORKS
+    from kubetrain.contract.frameworks import RECORDS
 
-    operator_names = {s.kubeflow.container for s in FRAMEWORKS.values() if s.kubeflow is not None}
+    operator_names = {s.kubeflow.container for s in RECORDS.values() if s.kubeflow is not None}
     assert operator_names | {"main"} == set(MAIN_CONTAINER_NAMES)
 
 

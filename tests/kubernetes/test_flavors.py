@@ -25,7 +25,7 @@ from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.kubernetes.status_map import job_status
 from kubetrain.contract import choices
 from kubetrain.contract.errors import UsageError
-from kubetrain.frameworks import FRAMEWORKS, support_of
+from kubetrain.contract.frameworks import RECORDS, record_of
 from kubetrain.jobspec import SpecError, from_dict
 from kubetrain.jobspec.controller import CONTROLLER_KINDS
 from kubetrain.status import JobPhase, ReplicaPhase
@@ -68,7 +68,7 @@ def frameworks_of(flavor: Flavor) -> list[str]:
     """The frameworks a flavor runs: every one, or those the training operator has a kind for."""
     if flavor.features.every_framework:
         return list(choices.FRAMEWORKS)
-    return [f for f in choices.FRAMEWORKS if support_of(f).kubeflow is not None]
+    return [f for f in choices.FRAMEWORKS if record_of(f).kubeflow is not None]
 
 
 def test_the_registry_is_the_cli_choice() -> None:
@@ -115,7 +115,7 @@ def test_every_framework_the_flavor_runs_renders_valid_objects_of_its_kinds(name
     assert flavor_of(root) is flavor
     res = flavor.resource_of(root)
     assert (res.api_version, res.kind) == (root["apiVersion"], root["kind"]) and res in flavor.resources
-    kind = support_of(framework).kubeflow
+    kind = record_of(framework).kubeflow
     if not flavor.features.every_framework:
         assert kind is not None and root["kind"] == kind.kind
     workloads = [o for o in rendered.with_owner("uid-root") if flavor.owns(o)]
@@ -171,7 +171,7 @@ def test_the_engines_verdict_is_the_jobs_phase(name: str) -> None:
 
 def test_the_kubeflow_kinds_are_the_frameworks_and_the_converted_kinds() -> None:
     """The frameworks' kinds, and those a converted job of the operator's own kind renders back as."""
-    kinds = {s.kubeflow.kind for s in FRAMEWORKS.values() if s.kubeflow is not None}
+    kinds = {s.kubeflow.kind for s in RECORDS.values() if s.kubeflow is not None}
     assert {r.kind for r in kubeflow.RESOURCES} == kinds | set(kubeflow.CONTROLLER_KINDS)
     assert set(kubeflow.CONTROLLER_KINDS) == {kind for api, kind in CONTROLLER_KINDS if api == kubeflow.API_VERSION}
     assert all(r.group == kubeflow.FLAVOR.group and r.version == kubeflow.FLAVOR.version for r in kubeflow.RESOURCES)

@@ -111,7 +111,7 @@ class LocalBackend:
         gpus: Callable[[], GpuInventory] | None = None,
     ) -> None:
         """`preload`: modules Python replicas import once, in a process that then forks each of them
-        (None: the framework's `FrameworkSupport.preload`; empty: none). `gpus`: this machine's GPUs, asked
+        (None: the framework's `FrameworkRecord.preload`; empty: none). `gpus`: this machine's GPUs, asked
         when a job asks for some (None: `gpus.discover_gpus`, nvidia-smi or the driver's /proc entries)."""
         self.store = store if store is not None else JobStore()
         self._refused_metrics: set[tuple[str, Path]] = set()

@@ -97,9 +97,9 @@ def base_dir_of(job: TrainJob) -> Path:
 
 def modules_to_preload(job: TrainJob, preload: Sequence[str] | None) -> tuple[str, ...]:
     """The modules Python replicas import once before they are forked: `preload`, else the framework's own."""
-    from ...frameworks import support_of
+    from ...contract.frameworks import record_of
 
-    return tuple(support_of(job.spec.framework).preload if preload is None else preload)
+    return tuple(record_of(job.spec.framework).preload if preload is None else preload)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...contract.frameworks import Framework, record_of
 from ...jobspec.controller import Controller
 from .. import deepspeed
 from ..common import RoleWiring
@@ -33,7 +34,7 @@ def wire_deepspeedjob(cctx: ContractContext) -> RoleWiring:
 
 
 def default_port(_controller: Controller, _type: str) -> int:
-    return deepspeed.SUPPORT.default_port
+    return record_of(Framework.DEEPSPEED).default_port
 
 
 DEEPSPEEDJOB = Contract(

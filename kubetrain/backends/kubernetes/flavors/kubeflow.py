@@ -1,6 +1,6 @@
 """Flavor `kubeflow`: the training operator's kubeflow.org/v1 kinds, one per framework.
 
-The kind comes from the framework registry (`kubetrain.frameworks.support_of(framework).kubeflow`):
+The kind comes from the framework's record (`kubetrain.contract.frameworks.record_of(framework).kubeflow`):
 
 | framework                        | kind       | replica types                | container / port name     |
 |----------------------------------|------------|------------------------------|---------------------------|
@@ -26,9 +26,11 @@ image's `/usr/sbin/sshd -De`, as the operator would start them (manifests/mpi_ss
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....contract import env_names
+from ....contract.frameworks import RECORDS, KubeflowKind, record_of
 from ....status import JobPhase
 from ..client.errors import KubernetesError
 from ..client.resources import Resource
@@ -47,7 +49,6 @@ from ..workload import (
 from .base import Controller, Features, Flavor, FlavorUnavailable
 
 if TYPE_CHECKING:
-    from ....frameworks import KubeflowKind
     from ....jobspec import JobSpec
     from ....jobspec.controller import Controller as SpecController
     from ..client.kube import Kube
@@ -57,27 +58,17 @@ if TYPE_CHECKING:
 
 GROUP, VERSION = "kubeflow.org", "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
-RESOURCES = (
-    Resource(GROUP, VERSION, "pytorchjobs", "PyTorchJob"),
-    Resource(GROUP, VERSION, "tfjobs", "TFJob"),
-    Resource(GROUP, VERSION, "mpijobs", "MPIJob"),
-    Resource(GROUP, VERSION, "jaxjobs", "JAXJob"),
-    Resource(GROUP, VERSION, "xgboostjobs", "XGBoostJob"),
-    Resource(GROUP, VERSION, "paddlejobs", "PaddleJob"),
-)
-"""The kinds of the frameworks' `KubeflowKind`s (a test holds them equal), then those only a converted job of that
-kind renders as (its `spec.controller`: XGBoostJob, PaddleJob)."""
+CONTROLLER_KINDS: Mapping[str, KubeflowKind] = {
+    **{record.kubeflow.kind: record.kubeflow for record in RECORDS.values() if record.kubeflow is not None},
+    "XGBoostJob": KubeflowKind("XGBoostJob", "xgbReplicaSpecs", "xgboost", "xgboostjob-port", "xgboostjobs"),
+    "PaddleJob": KubeflowKind("PaddleJob", "paddleReplicaSpecs", "paddle", "master", "paddlejobs"),
+}
+"""The frameworks' kinds (from their records), then those only a converted job of that kind renders as (its
+`spec.controller`: XGBoostJob, PaddleJob)."""
+RESOURCES = tuple(Resource(GROUP, VERSION, kind.plural, kind.kind) for kind in CONTROLLER_KINDS.values())
 MPI_OPERATOR_VERSION = "v2beta1"
 MPIJOBS_V2 = Resource(GROUP, MPI_OPERATOR_VERSION, "mpijobs", "MPIJob")
 """The MPI Operator's MPIJob (`mpi.mpiJobVersion: v2beta1`)."""
-CONTROLLER_KINDS: dict[str, tuple[str, str, str]] = {
-    "PyTorchJob": ("pytorchReplicaSpecs", "pytorch", "pytorchjob-port"),
-    "TFJob": ("tfReplicaSpecs", "tensorflow", "tfjob-port"),
-    "MPIJob": ("mpiReplicaSpecs", "mpi", "mpijob-port"),
-    "JAXJob": ("jaxReplicaSpecs", "jax", "jaxjob-port"),
-    "XGBoostJob": ("xgbReplicaSpecs", "xgboost", "xgboostjob-port"),
-    "PaddleJob": ("paddleReplicaSpecs", "paddle", "master"),
-}
 """A converted job's own kind (`spec.controller`, kubeflow.org/v1) → its replica specs, container, port names:
 it renders back as that kind, whatever kubetrain framework stands for it."""
 INDEX_ENV = env_names.REPLICA_INDEX
@@ -87,7 +78,6 @@ OPERATOR_ENV = ("PYTHONUNBUFFERED", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", 
 """Variables the training operator appends to the container's env (after kubetrain's, so they would win)."""
 
 _REPLICA_TYPES = {"ps": "PS"}
-_TITLES = {"pytorch": "PyTorch", "deepspeed": "DeepSpeed", "tensorflow": "TensorFlow", "mpi": "MPI", "jax": "JAX"}
 
 
 def replica_type(role: str) -> str:
@@ -284,25 +274,22 @@ class KubeflowFlavor(Flavor):
 
 def _check(ctx: Ctx) -> KubeflowKind | None:
     """The kind for the job's framework, or None (a problem is recorded)."""
-    from ....frameworks import support_of
     from ..manifests.policy import check_common
 
     check_common(ctx)
     framework = ctx.spec.framework
-    kind = support_of(framework).kubeflow
+    kind = record_of(framework).kubeflow
     controller = ctx.spec.controller
     if ctx.native and controller is not None:
-        from ....frameworks import KubeflowKind
-
-        specs, container, port = CONTROLLER_KINDS[controller.kind]
-        kind = KubeflowKind(controller.kind, specs, container, port, launcher_role=controller.kind == "MPIJob")
+        # A converted job renders back as its own kind, which holds a launcher only if it is an MPIJob.
+        kind = replace(CONTROLLER_KINDS[controller.kind], launcher_role=controller.kind == "MPIJob")
     others = ctx.flavors_that(lambda f: f.every_framework)
     if kind is None:
         ctx.problems.unsupported(("spec", "framework"), f"framework {framework.value}", ctx.flavor.name, others,
                                  hint="the training operator has a kind per framework, none for generic jobs")
         return None
     if ctx.launcher_style and not kind.launcher_role:
-        title = _TITLES.get(framework.value, framework.value)
+        title = record_of(framework).title
         ctx.problems.unsupported(("spec", "roles", "launcher"), f"a {title} launcher role", ctx.flavor.name, others,
                                  hint=f"without a launcher role, {title} runs as a {kind.kind}")
         return None

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic.alias_generators import to_camel
 
+from ....contract.frameworks import record_of
 from ....contract.labels import (
     INDEX_LABEL,
     JOB_LABEL,
@@ -23,7 +24,7 @@ from ....contract.labels import (
     ROLE_LABEL,
 )
 from ....contract.naming import dns1035_label, dns_label, index_suffix_len, is_label_value, label_value
-from ....frameworks import RoleWiring, Topology, Value, support_of
+from ....frameworks import RoleWiring, Topology, Value
 from ....frameworks.common import program_argv
 from ....frameworks.controllers import role_port
 from ....jobspec import JobSpec, ReplicaSettings, TrainJob
@@ -267,7 +268,7 @@ def wire_roles(
     if controller is not None:
         ports = {r: role_port(controller, r) for r in counts}
     else:
-        ports = dict.fromkeys(counts, support_of(spec.framework).default_port)
+        ports = dict.fromkeys(counts, record_of(spec.framework).default_port)
     topology = Topology(roles=counts, host_pattern=layout.host_pattern, role_ports=ports,
                         role_names=dict(layout.role_names))
     # One launcher per replica (torchrun), as kubetrain is not in the image to start each process.

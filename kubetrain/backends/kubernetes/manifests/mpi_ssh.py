@@ -36,16 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ....contract.frameworks import Framework, record_of
 from ....contract.labels import SSH_KEYS_ANNOTATION
 from ....contract.naming import child_name
-from ....frameworks import support_of
 from ....frameworks.mpi import SSHD, SSHD_CONFIG, sshd_argv
-from ....frameworks.mpi import SUPPORT as mpi_support
 from ....jobspec import Security
 from .context import FILES_DIR, Ctx, Keys, RoleView, Transport
 from .entrypoint import quote
 
-PORT = mpi_support.default_port
+PORT = record_of(Framework.MPI).default_port
 """The port of kubetrain's sshd (the mpi framework's port, in KUBETRAIN_CLUSTER's addresses)."""
 KEYS_DIR = "/etc/kubetrain-ssh"
 """The job's Secret: ssh-privatekey, ssh-publickey, known_hosts."""
@@ -113,7 +112,7 @@ def transport(ctx: Ctx, engine: Keys | None, over_ssh: bool) -> Transport | None
     (`sshAuthMountPath`) for ssh of its own; None: none. The flavor says who makes the keys (`engine`: None,
     kubetrain) and whether its MPI launcher reaches the workers over ssh at all (`over_ssh`)."""
     path = ctx.spec.ssh_auth_mount_path
-    if not support_of(ctx.spec.framework).ssh_launcher or not over_ssh:
+    if not record_of(ctx.spec.framework).ssh_launcher or not over_ssh:
         # Keys only, for the job's own ssh (the training operator's MPIJob v1 launcher uses kubectl exec).
         return Transport(engine or "kubetrain", False, path, None, launcher=False) if path else None
     if engine == "operator":
