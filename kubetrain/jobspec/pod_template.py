@@ -25,11 +25,12 @@ from ..contract.labels import RESERVED_LABELS
 from ..contract.naming import is_env_name, is_label_key, is_label_value
 from .errors import FieldError, Path, SpecError, did_you_mean
 from .kube_models import _convert, kube_to_dict, model_class, to_kube_model
+from .program import Run
 from .relaxations import template_relaxations
 from .types import KubeType, source_text
 
 if TYPE_CHECKING:
-    from .model import ReplicaSettings, Run
+    from .replica_settings import ReplicaSettings
 
 TEMPLATE_KEYS = ("metadata", "spec")
 """A PodTemplateSpec's fields."""
@@ -392,8 +393,6 @@ def with_template_defaults(settings: ReplicaSettings) -> ReplicaSettings:
 
 
 def _exec_run(program: list[str]) -> Run:
-    from .model import Run
-
     return Run(exec=program)
 
 

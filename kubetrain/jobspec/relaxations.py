@@ -28,7 +28,8 @@ from pydantic.alias_generators import to_camel
 from .errors import Path, format_path
 
 if TYPE_CHECKING:
-    from .model import ReplicaSettings, TrainJob
+    from .model import TrainJob
+    from .replica_settings import ReplicaSettings
 
 
 @dataclass(frozen=True)
