@@ -19,10 +19,11 @@ from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.prepare import DRY_RUN_FILES_DIR, prepare_launch
 from kubetrain.cli.output import dump
+from kubetrain.contract import choices
 from kubetrain.jobspec import TrainJob
 from tests.support.helpers import cli, job_file, make_job
 
-FRAMEWORKS = ["pytorch", "tensorflow", "deepspeed", "mpi", "jax", "generic"]
+FRAMEWORKS = list(choices.FRAMEWORKS)
 
 
 @pytest.fixture(autouse=True)
