@@ -320,7 +320,8 @@ def test_active_deadline_stops_the_job(tmp_path: Path) -> None:
     assert status.phase is JobPhase.FAILED
     assert status.reason == "DeadlineExceeded"
     assert status.condition("DeadlineExceeded") is not None
-    assert len(pidfiles(pids)) == 2
+    # Every replica that started by the deadline is stopped (on a loaded machine one may not have started its
+    # program within the second: the deadline does not wait for it, so how many started is not asserted).
     wait_gone(pidfiles(pids).values())
 
 
