@@ -25,6 +25,7 @@ from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.kubernetes.status_map import job_status
 from kubetrain.contract import choices
 from kubetrain.contract.errors import UsageError
+from kubetrain.contract.features import FEATURES
 from kubetrain.contract.frameworks import RECORDS, record_of
 from kubetrain.jobspec import SpecError, from_dict
 from kubetrain.jobspec.controller import CONTROLLER_KINDS
@@ -77,6 +78,13 @@ def test_the_registry_is_the_cli_choice() -> None:
     assert all(name == flavor.name and get_flavor(name) is flavor for name, flavor in FLAVORS.items())
     assert set(AUTO_ORDER) <= set(FLAVORS) and AUTO_ORDER[-1] == choices.DEFAULT_FLAVOR
     assert set(VERDICTS) == set(FLAVORS), "write down the new flavor's verdicts"
+
+
+def test_each_flavor_can_express_what_its_features_record_says() -> None:
+    """The records render refuses by and the parity table derives its cells from are the flavors' own."""
+    assert tuple(FEATURES) == choices.FLAVORS
+    for name, flavor in FLAVORS.items():
+        assert flavor.features is FEATURES[name], name
 
 
 def test_an_unknown_flavor_is_a_usage_error_naming_the_known_ones() -> None:

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ....contract.features import Features
 from ....contract.labels import ROLE_LABEL
 from ....status import Condition, JobPhase
 from ..client.errors import KubernetesError
 from ..client.resources import Resource
-from ..features import Features
 from ..workload import (
     JSON,
     EngineState,

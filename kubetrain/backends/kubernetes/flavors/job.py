@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ....contract.features import FEATURES
 from ....contract.labels import ELASTIC_ANNOTATION
 from ....contract.naming import dns1035_label
 from ....status import Condition, JobPhase
@@ -33,7 +34,7 @@ from ..workload import (
     suspended_phase,
     true_condition,
 )
-from .base import Controller, Features, Flavor, role_of, root_first
+from .base import Controller, Flavor, role_of, root_first
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
@@ -211,7 +212,7 @@ FLAVOR = JobFlavor(
     auto=1,
     index_fields=("metadata.annotations['batch.kubernetes.io/job-completion-index']",
                   "metadata.labels['batch.kubernetes.io/job-completion-index']"),
-    features=Features(trials=True),
+    features=FEATURES["job"],
     replaced_pods_are_restarts=True,
     controller=Controller("the Job controller (kube-controller-manager)", builtin=True),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ....contract.features import FEATURES
 from ....contract.naming import dns1035_label
 from ....status import JobPhase
 from ..client.errors import KubernetesError
@@ -27,7 +28,7 @@ from ..workload import (
     template_role,
     true_condition,
 )
-from .base import Controller, Features, Flavor
+from .base import Controller, Flavor
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
@@ -206,7 +207,7 @@ FLAVOR = JobSetFlavor(
     auto=0,
     index_fields=("metadata.annotations['batch.kubernetes.io/job-completion-index']",
                   "metadata.labels['batch.kubernetes.io/job-completion-index']"),
-    features=Features(success_roles=True, gang=True, gang_needs_kueue=True),
+    features=FEATURES["jobset"],
     controller=CONTROLLER,
 )
 

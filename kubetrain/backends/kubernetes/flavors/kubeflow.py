@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....contract import env_names
+from ....contract.features import FEATURES
 from ....contract.frameworks import RECORDS, KubeflowKind, record_of
 from ....status import JobPhase
 from ..client.errors import KubernetesError
@@ -46,7 +47,7 @@ from ..workload import (
     template_role,
     true_condition,
 )
-from .base import Controller, Features, Flavor, FlavorUnavailable
+from .base import Controller, Flavor, FlavorUnavailable
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
@@ -332,9 +333,7 @@ FLAVOR = KubeflowFlavor(
     resources=RESOURCES,
     install="the Kubeflow training operator v1 (https://github.com/kubeflow/trainer)",
     index_fields=(INDEX_FIELD,),
-    features=Features(exit_code_overrides=False, terminate_after_preemption=False,
-                      clean_pod_policies=("All", "Running", "None"), gang=True, partial_gang=True,
-                      every_framework=False),
+    features=FEATURES["kubeflow"],
     replaced_pods_are_restarts=True,
     controller=CONTROLLER,
 )

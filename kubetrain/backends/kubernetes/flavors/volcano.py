@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ....contract.features import FEATURES
 from ....status import Condition, ConditionStatus, JobPhase
 from ..client.errors import ApiError, KubernetesError
 from ..client.resources import Resource
@@ -28,7 +29,7 @@ from ..workload import (
     paused_patch,
     template_role,
 )
-from .base import Controller, Features, Flavor
+from .base import Controller, Flavor
 
 if TYPE_CHECKING:
     from ....jobspec import JobSpec
@@ -252,9 +253,7 @@ FLAVOR = VolcanoFlavor(
     version=VOLCANO_JOBS.version,
     resources=(VOLCANO_JOBS,),
     install="Volcano (https://volcano.sh)",
-    features=Features(success_roles=True, suspend=False, deadline=False, gang=True, partial_gang=True,
-                      pod_scheduler=False,
-                      kueue_queue=False),
+    features=FEATURES["volcano"],
     oversize_hint="the jobset flavor's objects do not grow with the replica count",
     gpu_share_resources=("volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"),
     controller=CONTROLLER,

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic.alias_generators import to_camel
 
+from ....contract.features import Features
 from ....contract.frameworks import record_of
 from ....contract.labels import (
     INDEX_LABEL,
@@ -30,7 +31,6 @@ from ....frameworks.controllers import role_port
 from ....jobspec import JobSpec, ReplicaSettings, TrainJob
 from ....jobspec.errors import Path
 from ....plan import Plan, plan, replica_counts, settings_for
-from ..features import Features
 from .errors import Problems
 
 FILES_DIR = "/etc/kubetrain"

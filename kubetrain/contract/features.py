@@ -1,9 +1,12 @@
-"""`Features`: what a flavor can express, the vocabulary render refuses a job in.
+"""`Features`: what each Kubernetes flavor can express, one record per flavor (`FEATURES`).
 
-Each flavor (:mod:`.flavors`) declares its `Features`; render checks a job against the flavor it renders for and,
-where it cannot express a field, names the flavors whose features can (the table of every flavor's features is
-handed to render with the flavor: render knows no registry). Standard library only: the flavors import it when
-they load, and status, list and logs load the flavors.
+Two readers decide by these records, so they are written once, here, below both: render (a flavor's
+`Flavor.features` is its record; render refuses what a flavor cannot express and names the flavors whose
+records can, handed every record with the flavor: render knows no registry) and the parity table
+(`kubetrain.parity`), whose cells for these facts are derived from the records, so changing a record changes
+what render does, what docs/parity.md says and what the parity tests hold the two to. The parity table sits
+below the backends (the local backend reads it), hence here: standard library only, like the rest of the
+contract. `FEATURES` is in `choices.FLAVORS`' order, and a test holds each flavor's `features` to its record.
 """
 
 from __future__ import annotations
@@ -48,4 +51,16 @@ class Features:
     """A replicated Job of several Jobs keeps one Job each (a JobSet's exclusive-topology placement)."""
 
 
-__all__ = ["Features"]
+FEATURES: dict[str, Features] = {
+    "job": Features(trials=True),
+    "jobset": Features(success_roles=True, gang=True, gang_needs_kueue=True),
+    "volcano": Features(success_roles=True, suspend=False, deadline=False, gang=True, partial_gang=True,
+                        pod_scheduler=False, kueue_queue=False),
+    "kubeflow": Features(exit_code_overrides=False, terminate_after_preemption=False,
+                         clean_pod_policies=("All", "Running", "None"), gang=True, partial_gang=True,
+                         every_framework=False),
+}
+"""Each flavor's record, by name (`choices.FLAVORS`' order): what `FLAVORS[name].features` is."""
+
+
+__all__ = ["FEATURES", "Features"]
