@@ -1,4 +1,4 @@
-"""The parity contract (`kubetrain.backends.parity`, docs/parity.md) holds: every field of the JSON Schema
+"""The parity contract (`kubetrain.parity`, docs/parity.md) holds: every field of the JSON Schema
 has a row, and every row says what the code does. For each row, its sample job is rendered for every
 flavor and dry-run on the local backend, and compared with its baseline: a refused cell must be refused at
 the row's path, an honoured one must change what would run (or, `same`, must not), an approximated one
@@ -18,25 +18,16 @@ import pytest
 
 import kubetrain.backends.local.gpus as gpus
 import kubetrain.backends.local.prepare as local_prepare
-from kubetrain.backends import parity
+from kubetrain import parity
 from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.manifests.errors import flavors_phrase
 from kubetrain.backends.kubernetes.render import render_manifests
-from kubetrain.backends.parity import (
-    BACKENDS,
-    DELETE,
-    IGNORED,
-    KUBERNETES,
-    REFUSED,
-    ROWS,
-    VERDICTS,
-    Row,
-    discrepancies,
-)
-from kubetrain.backends.parity.observe import Observation, observe
 from kubetrain.cli.main import main
 from kubetrain.jobspec import ReplicaSettings, SpecError, TrainJob, from_dict
 from kubetrain.jobspec.schema import full_json_schema
+from kubetrain.parity import BACKENDS, DELETE, IGNORED, KUBERNETES, REFUSED, ROWS, VERDICTS, Row
+from kubetrain.parity.markdown import REGENERATE, counts, markdown
+from tests.support.parity import Observation, able_flavors, discrepancies, observe, schema_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "parity.md"
@@ -95,14 +86,14 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_field_of_the_schema_has_a_row() -> None:
-    fields = parity.schema_fields(full_json_schema())
+    fields = schema_fields(full_json_schema())
     assert len(fields) > 100
     rows = {r.field for r in ROWS}
     missing = [f for f in fields if f not in rows]
     assert not missing, (
-        f"fields without a row in kubetrain/backends/parity/__init__.py: {missing}. Decide what each backend "
+        f"fields without a row in kubetrain/parity/table.py: {missing}. Decide what each backend "
         "does with them (render every flavor, dry-run the local backend), add the rows, then regenerate the "
-        f"docs: {parity.REGENERATE}")
+        f"docs: {REGENERATE}")
     stale = sorted(rows - set(fields))
     assert not stale, f"rows for fields the schema does not have: {stale}"
 
@@ -144,7 +135,7 @@ def test_every_row_has_a_sample_the_schema_accepts(folder: Path) -> None:
 @pytest.mark.parametrize("row", ROWS, ids=[r.key for r in ROWS])
 def test_the_row_holds_on_every_backend(row: Row, folder: Path) -> None:
     problems = check(row, folder)
-    assert not problems, "\n".join([*problems, f"fix the row or the code; then {parity.REGENERATE}"])
+    assert not problems, "\n".join([*problems, f"fix the row or the code; then {REGENERATE}"])
 
 
 def _head(path: str) -> str:
@@ -190,8 +181,8 @@ def test_refusals_name_the_flavors_the_table_says_can() -> None:
     """A refusal's "flavors that can express it" (`flavors_phrase`) parses back; the check in
     `discrepancies` relies on it."""
     for able in ((), ("kubeflow",), ("job", "jobset", "volcano")):
-        assert parity.able_flavors(f"x: the job flavor cannot express it; {flavors_phrase(able)}") == set(able)
-    assert parity.able_flavors("must be a whole number") is None
+        assert able_flavors(f"x: the job flavor cannot express it; {flavors_phrase(able)}") == set(able)
+    assert able_flavors("must be a whole number") is None
 
 
 def test_the_checks_catch_a_wrong_row(folder: Path) -> None:
@@ -211,8 +202,8 @@ def test_the_checks_catch_a_wrong_row(folder: Path) -> None:
 
 
 def test_docs_are_generated_from_the_table() -> None:
-    assert DOCS.read_text(encoding="utf-8") == parity.markdown(), (
-        f"docs/parity.md is out of date: {parity.REGENERATE}")
+    assert DOCS.read_text(encoding="utf-8") == markdown(), (
+        f"docs/parity.md is out of date: {REGENERATE}")
 
 
 def test_docs_are_linked() -> None:
@@ -221,11 +212,11 @@ def test_docs_are_linked() -> None:
 
 
 def test_counts() -> None:
-    counts = parity.counts()
-    assert set(counts) == set(BACKENDS)
+    counts_ = counts()
+    assert set(counts_) == set(BACKENDS)
     for backend in BACKENDS:
-        assert sum(counts[backend].values()) == len(ROWS)
-    assert counts["job"][REFUSED] >= 1
+        assert sum(counts_[backend].values()) == len(ROWS)
+    assert counts_["job"][REFUSED] >= 1
 
 
 # -- what a job sets ---------------------------------------------------------------------------------------------

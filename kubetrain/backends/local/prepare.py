@@ -132,7 +132,7 @@ def prepare_launch(
     `base_dir`). `LocalRefusal` with every problem when this machine cannot run it; with `check_programs` (a
     real run, not a dry run) also for a `run.python` script that is not there."""
     from ...jobspec import FieldError
-    from ..parity import unused_warnings
+    from ...parity import unused_warnings
     from .gpus import discover_gpus
 
     planned, unbound = _plan_on_free_ports(job, job_id, files_dir)

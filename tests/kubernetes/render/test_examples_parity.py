@@ -15,12 +15,12 @@ import pytest
 from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.backends.local.launch import LaunchRecord
-from kubetrain.backends.parity.observe import observe_flavor
 from kubetrain.jobspec import TrainJob, from_dict, load_file
 from kubetrain.plan import plan, replica_counts
 from tests.kubernetes.render.test_env import check_parity, engine_env
 from tests.support.helpers import make_job
 from tests.support.kubelet import IMAGE, kubelet_env, main_container, pod_templates, run_container
+from tests.support.parity import observe_flavor
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 JOB_FILES = sorted(EXAMPLES.glob("*/job.yaml"))

@@ -1,4 +1,4 @@
-"""`python -m kubetrain.backends.parity --markdown > docs/parity.md`: the parity table as Markdown;
+"""`python -m kubetrain.parity --markdown > docs/parity.md`: the parity table as Markdown;
 `--counts`: rows per verdict and backend."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import BACKENDS, VERDICTS, counts, markdown
+from .cells import BACKENDS, VERDICTS
+from .markdown import counts, markdown
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kubetrain.backends.parity", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m kubetrain.parity", description=__doc__)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--markdown", action="store_true", help="docs/parity.md, on stdout")
     what.add_argument("--counts", action="store_true", help="rows per verdict and backend")
