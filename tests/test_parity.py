@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,12 @@ from kubetrain.backends.kubernetes.flavors import FLAVORS
 from kubetrain.backends.kubernetes.manifests.errors import flavors_phrase
 from kubetrain.backends.kubernetes.render import render_manifests
 from kubetrain.cli.main import main
+from kubetrain.contract.features import FEATURES, Features
 from kubetrain.jobspec import ReplicaSettings, SpecError, TrainJob, from_dict
 from kubetrain.jobspec.schema import full_json_schema
-from kubetrain.parity import BACKENDS, DELETE, IGNORED, KUBERNETES, REFUSED, ROWS, VERDICTS, Row
+from kubetrain.parity import BACKENDS, DELETE, IGNORED, KUBERNETES, REFUSED, ROWS, VERDICTS, Cell, Row
 from kubetrain.parity.markdown import REGENERATE, counts, markdown
+from kubetrain.parity.table import build_rows
 from tests.support.parity import Observation, able_flavors, discrepancies, observe, schema_fields
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +36,10 @@ DOCS = ROOT / "docs" / "parity.md"
 SHARED = {f.alias or name for name, f in ReplicaSettings.model_fields.items()}
 """What a role may set as the job does (`spec.roles.<role>.image` is the field `spec.image`)."""
 
+
+NOT_IN_THE_TABLE = {"kueue_queue", "exclusive_jobs"}
+"""`Features` no cell depends on: the queue is honoured either way (Kueue's or the engine's own), and exclusive
+placement is an annotation, which the table does not list. Any other field must decide some cells."""
 
 GPUS = 8
 """The local verdicts hold on a machine with the GPUs a sample asks for (with fewer, the job is refused)."""
@@ -127,6 +133,55 @@ def test_every_row_has_a_sample_the_schema_accepts(folder: Path) -> None:
     for r in ROWS:
         job_of(parity.sample_document(r), dict(r.files), folder)
         job_of(parity.baseline_document(r), dict(r.files), folder)
+
+
+# -- the cells a flavor's Features record decides ---------------------------------------------------------------
+
+
+def columns(rows: list[Row], flavor: str) -> dict[str, Cell]:
+    return {r.key: r.cell(flavor) for r in rows}
+
+
+def verdicts(rows: list[Row], flavor: str) -> dict[str, str]:
+    return {r.key: r.cell(flavor).verdict for r in rows}
+
+
+def test_the_table_is_built_from_the_flavors_records() -> None:
+    assert [r.cells for r in build_rows(FEATURES)] == [r.cells for r in ROWS]
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Features) if f.name not in NOT_IN_THE_TABLE])
+def test_changing_a_features_record_changes_the_table(name: str) -> None:
+    """Each fact a record holds is said once: flip it on a flavor, and that flavor's cells change; no other
+    flavor's verdicts do (their refusals name the flavors able, which may now include it)."""
+    changed_somewhere = False
+    for flavor, record in FEATURES.items():
+        value = getattr(record, name)
+        flipped: Any = not value if isinstance(value, bool) else tuple(
+            p for p in ("All", "Running", "None") if p not in value)
+        rows = build_rows({**FEATURES, flavor: replace(record, **{name: flipped})})
+        changed_somewhere |= columns(rows, flavor) != columns(ROWS, flavor)
+        for other in BACKENDS:
+            if other != flavor:
+                assert verdicts(rows, other) == verdicts(ROWS, other), (name, flavor, other)
+    assert changed_somewhere, f"no cell of the table follows Features.{name}: derive its cells (parity/derived.py)"
+
+
+def test_a_flavor_that_gains_a_feature_is_honoured_and_named_as_able() -> None:
+    rows = build_rows({**FEATURES, "volcano": replace(FEATURES["volcano"], suspend=True)})
+    suspend = next(r for r in rows if r.key == "spec.runPolicy.suspend")
+    assert suspend.cell("volcano").verdict == parity.HONOURED
+    job = replace(FEATURES["job"], trials=False)
+    trials = next(r for r in build_rows({**FEATURES, "job": job}) if r.key == "spec.trials.completions")
+    assert {trials.cell(f).verdict for f in KUBERNETES} == {REFUSED}
+    assert trials.cell("job").note.endswith("no flavor can")
+    deadline = parity.row_of("spec.runPolicy.activeDeadlineSeconds")
+    assert deadline.cell("volcano").note.endswith("use the job, jobset or kubeflow flavor")
+
+
+def test_records_must_be_one_per_flavor_in_order() -> None:
+    with pytest.raises(ValueError, match="a record per flavor"):
+        build_rows({name: FEATURES[name] for name in reversed(FEATURES)})
 
 
 # -- the table says what the code does ---------------------------------------------------------------------
