@@ -157,7 +157,8 @@ _RELAXES = ok(warns="relaxes a security default")
 _RELAXING = {"capabilities", "allowPrivilegeEscalation", "seccompProfileType"}
 
 _VOLCANO_GANGS = same("Volcano gangs every job")
-"""Not a `Features` fact: render's volcano flavor gangs a job whatever it asks (gang: false asks for less)."""
+"""Not a `Features` fact but the volcano flavor's own render: a Volcano Job always has a gang (minAvailable), the
+whole job unless the spec says gang: false, so gang: true asks for what it does anyway."""
 
 
 def build_rows(records: Records) -> list[Row]:
