@@ -13,7 +13,7 @@ from typing import Any
 
 from ..contract.features import FEATURES
 from . import derived
-from .cells import BASE, DELETE, HONOURED, KUBERNETES, Cell, Row, approx, ignored, ok, refused, same
+from .cells import DELETE, HONOURED, KUBERNETES, Cell, Row, approx, ignored, ok, refused, same
 from .derived import Records
 
 _NO_CONTAINER = "no container locally: the program runs on this machine, as you"
@@ -434,4 +434,4 @@ def row_of(key: str) -> Row:
     raise KeyError(key)
 
 
-__all__ = ["BASE", "ROWS", "build_rows", "row", "row_of"]
+__all__ = ["ROWS", "build_rows", "row", "row_of"]
