@@ -20,6 +20,7 @@ from .client.config import connect
 from .client.errors import KubernetesError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
+from .client.transport import server_of
 from .client.retry import RetryPolicy
 from .describe import last_lines, pending_reason
 from .diagnose import Diagnosis, diagnose, untouched_for
@@ -44,7 +45,7 @@ class Cluster:
         self.options = options
         context_namespace: str | None = None
         source = "api client"
-        host = getattr(getattr(api_client, "configuration", None), "host", "")
+        host = server_of(api_client) if api_client is not None else ""
         self.context = host or "api-client"
         """The kubeconfig context (a configured api client: its server): what is kept of this cluster's jobs on
         this machine (their logs) is filed under it."""
@@ -55,8 +56,7 @@ class Cluster:
         self.kube = Kube(api_client, retry, known=workload_resources())
         self.namespace = options.namespace or context_namespace or "default"
         self._caps: Capabilities | None = None
-        host = getattr(getattr(api_client, "configuration", None), "host", "")
-        self._liveness = LivenessCache(f"{host} {source}", options.liveness_ttl)
+        self._liveness = LivenessCache(f"{self.kube.host} {source}", options.liveness_ttl)
 
     def close(self) -> None:
         self.kube.close()

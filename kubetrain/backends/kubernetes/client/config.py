@@ -1,5 +1,9 @@
 """Configuration: which cluster, as whom, and the namespace the configuration names.
 
+A kubeconfig whose user is a token, a token file or a client certificate (and the in-cluster service account) is
+read by :mod:`.kubeconfig` and served by :mod:`.light`, without importing the ``kubernetes`` package (0.5–1 s of
+every verb); any other (``exec``, ``auth-provider``, username/password) by the official client, as before.
+
 The kubeconfig is loaded explicitly: the official client reads ``$KUBECONFIG`` once, at import; here it is
 read when a backend is built, honouring ``--context``, with the in-cluster service account as the fallback.
 urllib3's own retries are switched off (``retries=False``): it silently repeats GET/PUT/DELETE on a dropped
@@ -14,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .kubeconfig import Target, target
+from .light import LightClient, in_cluster_target
 
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 @dataclass(frozen=True)
 class Connection:
-    """A configured ``ApiClient`` and what the configuration says about the namespace."""
+    """A configured client (a :class:`.light.LightClient` or the official ``ApiClient``) and what the configuration says about the namespace."""
 
     api_client: Any
     namespace: str | None
@@ -54,6 +60,13 @@ def _context_namespace(path: str, context: str | None) -> tuple[str | None, str 
     return (chosen.get("context") or {}).get("namespace"), chosen.get("name")
 
 
+def _light_client(t: Target) -> LightClient:
+    try:
+        return LightClient(t)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a CA or key file missing or not PEM
+        raise ConfigError(f"{t.source}: cannot load its certificates: {exc}") from None
+
+
 def connect(
     kubeconfig: str | os.PathLike[str] | None = None,
     context: str | None = None,
@@ -65,10 +78,6 @@ def connect(
 
     ``in_cluster=True`` forces the service account, ``False`` forbids it.
     """
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
-    cfg = _new_configuration()
     path: str | None = None
     if in_cluster is not True:
         if kubeconfig is not None:
@@ -81,6 +90,13 @@ def connect(
         files = [p for p in path.split(os.pathsep) if p]
         if not any(Path(p).expanduser().exists() for p in files):
             raise ConfigError(f"kubeconfig {path} does not exist")
+        light = target(path, context)
+        if light is not None:
+            return Connection(_light_client(light), light.namespace, light.source, light.context)
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        cfg = _new_configuration()
         try:
             namespace, ctx_name = _context_namespace(path, context)
             config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
@@ -94,6 +110,13 @@ def connect(
             "no cluster configured: no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not "
             "running inside a pod"
         )
+    sa = in_cluster_target(str(IN_CLUSTER_NAMESPACE_FILE))
+    if sa is not None:
+        return Connection(_light_client(sa), sa.namespace, sa.source, sa.context)
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = _new_configuration()
     try:
         config.load_incluster_config(client_configuration=cfg)
     except ConfigException as exc:

@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import ApiError, ConnectionLost
 from .resources import PODS, Resource
 from .transport import JSON, Transport, query
+
+
+class WatchHandle:
+    """What a watch's ``stopper`` receives: ``stop()`` ends the stream after the event being read."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _lines(resp: Any) -> Iterator[bytes]:
+    """The response's non-empty lines as they arrive (a watch sends one JSON event per line)."""
+    pending: list[bytes] = []
+    for chunk in resp.stream(amt=None, decode_content=False):
+        while (cut := chunk.find(b"\n")) >= 0:
+            pending.append(chunk[:cut])
+            line = b"".join(pending)
+            pending = []
+            chunk = chunk[cut + 1:]
+            if line.strip():
+                yield line
+        if chunk:
+            pending.append(chunk)
+    tail = b"".join(pending)
+    if tail.strip():
+        yield tail
 
 
 class Streams(Transport):
@@ -27,52 +56,45 @@ class Streams(Transport):
     ) -> Iterator[JSON]:
         """Events (``{"type", "object"}``) after ``resource_version``, until the server ends the stream.
 
-        Uses ``kubernetes.watch.Watch`` (an expired version becomes ``ApiException(410)``, re-raised
-        here as ApiError 410). ``stopper`` receives the Watch so another thread can stop it; ``stopped``
-        tells whether it was (checked around the request, which the Watch cannot interrupt before it has
-        the response).
+        Read here, line by line, as the official client's ``Watch`` reads them (which would import the whole
+        ``kubernetes`` package): an ERROR event (an expired version: 410) is raised as ApiError. ``stopper``
+        receives a handle whose ``stop()`` ends the stream after the event being read (another thread's way
+        out); ``stopped`` tells whether it was (checked around the request, which cannot be interrupted before
+        the response has begun).
         """
-        from kubernetes import watch as kwatch
-        from kubernetes.client.exceptions import ApiException
+        import urllib3
 
-        def list_fn(**kwargs: Any) -> Any:
-            params = query(
-                watch=True,
-                resourceVersion=kwargs.get("resource_version"),
-                timeoutSeconds=kwargs.get("timeout_seconds"),
-                allowWatchBookmarks=True,
-                labelSelector=label_selector,
-                fieldSelector=field_selector,
-            )
-            if stopped is not None and stopped():
-                raise ConnectionLost(InterruptedError("watch stopped"))
-            # The server ends the stream at timeoutSeconds; the read timeout is a safety net on top.
-            resp = self._send("GET", res.path(namespace), params, stream=True,
-                              timeout=(self.timeout, timeout_seconds + 30))
-            if stopped is not None and stopped():
-                resp.close()  # not released to the pool: the stream is still being sent
-                raise ConnectionLost(InterruptedError("watch stopped"))
-            return resp
-
-        # return_type "object": events stay dicts. (With deserialize=False the client cannot read an ERROR
-        # event: it looks for the "raw_object" only its own unmarshalling sets.)
-        w = kwatch.Watch(return_type="object")
+        handle = WatchHandle()
         if stopper is not None:
-            stopper(w)
+            stopper(handle)
+        params = query(watch=True, resourceVersion=resource_version, timeoutSeconds=timeout_seconds,
+                       allowWatchBookmarks=True, labelSelector=label_selector, fieldSelector=field_selector)
+        if stopped is not None and stopped():
+            raise ConnectionLost(InterruptedError("watch stopped"))
+        # The server ends the stream at timeoutSeconds; the read timeout is a safety net on top.
+        resp = self._send("GET", res.path(namespace), params, stream=True, timeout=(self.timeout, timeout_seconds + 30))
         try:
-            for event in w.stream(list_fn, resource_version=resource_version, timeout_seconds=timeout_seconds):
-                if isinstance(event, dict):
-                    yield {"type": event.get("type"), "object": event.get("raw_object") or event.get("object")}
-        except ApiException as exc:
-            raise ApiError(int(exc.status or 0), str(exc.reason or ""), str(exc.body or "")) from exc
+            if stopped is not None and stopped():
+                raise ConnectionLost(InterruptedError("watch stopped"))
+            for line in _lines(resp):
+                event = json.loads(line)
+                if not isinstance(event, dict):
+                    continue
+                obj = event.get("object")
+                if event.get("type") == "ERROR":
+                    status = obj if isinstance(obj, dict) else {}
+                    raise ApiError(int(status.get("code") or 500), str(status.get("reason") or ""),
+                                   str(status.get("message") or ""))
+                yield {"type": event.get("type"), "object": obj}
+                if handle.stopped:
+                    break
         except ApiError:
             raise
-        except Exception as exc:  # urllib3 protocol errors while reading the stream
-            import urllib3
-
-            if isinstance(exc, urllib3.exceptions.HTTPError | OSError | ValueError):
-                raise ConnectionLost(exc) from exc
-            raise
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:  # a dropped stream, a torn line
+            raise ConnectionLost(exc) from exc
+        finally:
+            resp.close()  # not released to the pool: the stream may still be being sent
+            resp.release_conn()
 
     def pod_log(
         self,
@@ -97,4 +119,4 @@ class Streams(Transport):
                           timeout=(self.timeout, read_timeout) if read_timeout else (self.timeout, 3600.0 * 24))
 
 
-__all__ = ["Streams"]
+__all__ = ["Streams", "WatchHandle"]

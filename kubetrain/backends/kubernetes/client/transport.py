@@ -1,5 +1,6 @@
-"""One request to the API server, through the official client's ``ApiClient`` (its authentication, TLS and
-proxy handling), with the bytes read here (``_preload_content=False``), and retried here when idempotent.
+"""One request to the API server, through :class:`.light.LightClient` (urllib3 alone, for the kubeconfigs
+kubetrain reads itself) or the official client's ``ApiClient`` (its authentication, TLS and proxy handling, for
+the rest), with the bytes read here (the body not preloaded), and retried here when idempotent.
 
 Every object is a plain dict (as rendered, as the API server sends it), core kinds and custom resources
 alike, so one code path serves Jobs, Pods, JobSets, Volcano Jobs and Kubeflow jobs. Only idempotent verbs
@@ -34,6 +35,14 @@ def query(**params: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def server_of(api_client: Any) -> str:
+    """The server a LightClient or an official ``ApiClient`` talks to."""
+    host = getattr(api_client, "host", None)
+    if isinstance(host, str):
+        return host
+    return str(getattr(getattr(api_client, "configuration", None), "host", "") or "")
+
+
 class Transport:
     """Requests to one cluster. Thread-safe (urllib3's pool is)."""
 
@@ -47,6 +56,11 @@ class Transport:
 
     def close(self) -> None:
         self.api_client.close()
+
+    @property
+    def host(self) -> str:
+        """The API server's URL (what messages and the liveness cache name)."""
+        return server_of(self.api_client)
 
     def _send(
         self,
@@ -65,16 +79,20 @@ class Transport:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        m, url, hdrs, data, post = self.api_client.param_serialize(
-            method, path, query_params=list(query), header_params=headers, body=body, auth_settings=["BearerToken"]
-        )
         with self._count_lock:
             self.request_count += 1
         try:
-            resp = self.api_client.call_api(m, url, hdrs, data, post, _request_timeout=timeout or self.timeout)
+            if hasattr(self.api_client, "send"):  # a LightClient
+                raw = self.api_client.send(method, path, query, headers, body, timeout or self.timeout)
+            else:
+                m, url, hdrs, data, post = self.api_client.param_serialize(
+                    method, path, query_params=list(query), header_params=headers, body=body,
+                    auth_settings=["BearerToken"]
+                )
+                raw = self.api_client.call_api(m, url, hdrs, data, post,
+                                               _request_timeout=timeout or self.timeout).response
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ConnectionLost(exc) from exc
-        raw = resp.response
         if not 200 <= raw.status <= 299:
             try:
                 payload = raw.read()
@@ -119,4 +137,4 @@ class Transport:
                 attempt += 1
 
 
-__all__ = ["JSON", "Query", "Transport", "query"]
+__all__ = ["JSON", "Query", "Transport", "query", "server_of"]
