@@ -20,8 +20,8 @@ from .client.config import connect
 from .client.errors import KubernetesError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
-from .client.transport import server_of
 from .client.retry import RetryPolicy
+from .client.transport import server_of
 from .describe import last_lines, pending_reason
 from .diagnose import Diagnosis, diagnose, untouched_for
 from .flavors import FLAVORS, WRITTEN, Controller, Flavor, workload_resources

@@ -8,6 +8,7 @@ faults, and to inspect state and the request log.
 
 from __future__ import annotations
 
+import base64
 import re
 import secrets
 import time
@@ -25,6 +26,7 @@ from .patches import merge_patch
 from .resources import DEFAULT_CRD_DIR, ResourceType, default_crd_keys
 from .server import ApiServer
 from .store import BodyValidator, Obj, Store, ValidationFailure, now
+from .tls import Certificates, server_context
 from .transport import Fault, RequestRecord
 
 _DEFAULT_SETTINGS = {"strict_namespaces": True, "max_object_bytes": 1_572_864}
@@ -36,7 +38,9 @@ class KubeEmulator:
     ``crds`` names the CRDs installed after every :meth:`reset` (default: every file under
     ``crd_dir``, which defaults to the ``crds`` directory of this package). ``anonymous``: requests
     without credentials are served, as the plain-HTTP port of the API server served them (kubectl sends
-    none to an ``http://`` server); a wrong bearer token is 401 either way.
+    none to an ``http://`` server); a wrong bearer token is 401 either way. ``tls``: serve HTTPS with these
+    certificates (:func:`.tls.make_certificates`); a client certificate signed by their CA authenticates a
+    request as a token does (``require_client_cert``: the handshake fails without one).
     """
 
     def __init__(
@@ -47,6 +51,8 @@ class KubeEmulator:
         history_limit: int = 10_000,
         token: str | None = None,
         anonymous: bool = True,
+        tls: Certificates | None = None,
+        require_client_cert: bool = False,
     ) -> None:
         self.store = Store(crd_dir, history_limit)
         self._history_limit = history_limit
@@ -54,11 +60,13 @@ class KubeEmulator:
         self.token = token if token is not None else secrets.token_hex(16)
         self._api = ApiServer(self.store, self.token, anonymous)
         self.url = ""
+        self.tls = tls
+        self._tls_context = server_context(tls, require_client_cert=require_client_cert) if tls else None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> KubeEmulator:
-        self.url = self._api.start()
+        self.url = self._api.start(tls=self._tls_context)
         self.reset()
         return self
 
@@ -100,11 +108,17 @@ class KubeEmulator:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context, "cluster": self._cluster_entry()}],
             "users": [{"name": context, "user": {"token": self.token}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
             "current-context": context,
         }
+
+    def _cluster_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"server": self.url}
+        if self.tls is not None:
+            entry["certificate-authority-data"] = base64.b64encode(self.tls.ca_cert.read_bytes()).decode()
+        return entry
 
     def write_kubeconfig(self, path: Path | str, namespace: str = "default", context: str = "kube-emulator") -> Path:
         path = Path(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 from typing import Any
@@ -42,16 +43,21 @@ class ApiServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+    def start(self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None) -> str:
+        """Serve on ``host:port`` (0: a free port); over HTTPS with ``tls`` (:mod:`.tls`). Returns the URL."""
         handler = type("BoundHandler", (Handler,), {"api": self})
         self._http = HTTPServer((host, port), handler)
+        if tls is not None:
+            # The handshake is each connection's own thread's (Handler.setup), never the accepting thread's:
+            # a client that stalls or fails it must not hold up the others.
+            self._http.socket = tls.wrap_socket(self._http.socket, server_side=True, do_handshake_on_connect=False)
         # A short poll interval keeps stop() (and so the session teardown) quick.
         self._thread = threading.Thread(
             target=self._http.serve_forever, args=(0.05,), name="kube-emulator", daemon=True
         )
         self._thread.start()
         bound_host, bound_port = self._http.server_address[:2]
-        return f"http://{bound_host!s}:{bound_port}"
+        return f"{'https' if tls is not None else 'http'}://{bound_host!s}:{bound_port}"
 
     def stop(self) -> None:
         if self._http is not None:
@@ -81,7 +87,7 @@ class ApiServer:
     # ------------------------------------------------------------------ dispatch
 
     def handle(self, req: Request) -> Response | None:
-        self._authenticate(req.handler.headers.get("Authorization"))
+        self._authenticate(req.handler.headers.get("Authorization"), req.handler.connection)
         if len(req.raw) > MAX_BODY_BYTES:
             raise ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY_BYTES}")
         parts = [unquote(p) for p in req.path.split("/") if p]
@@ -106,14 +112,18 @@ class ApiServer:
             return self._discovery(req, self._resource_list(group, version))
         return self._resource(req, group, version, rest)
 
-    def _authenticate(self, authorization: str | None) -> None:
+    def _authenticate(self, authorization: str | None, connection: object = None) -> None:
         """The emulator serves plain HTTP on loopback: the API server's old insecure port (its
         ``--insecure-bind-address``, loopback only), which served requests with no credentials. A client
         that follows client-go's rules (kubectl) sends none to an ``http://`` server: credentials from a
         kubeconfig are applied only where the transport is TLS. A request that does present a bearer
         token is checked as the secure port's token authenticator does: a wrong one is 401, never
-        downgraded to anonymous. ``anonymous=False`` refuses requests without the token too."""
+        downgraded to anonymous. ``anonymous=False`` refuses requests without the token too. Over HTTPS, a
+        client certificate the TLS context verified (signed by the client CA) authenticates the request, as the
+        API server's x509 authenticator does."""
         if not self.token:
+            return
+        if isinstance(connection, ssl.SSLSocket) and connection.getpeercert():
             return
         if authorization is None and self.anonymous:
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 import sys
 import time
 import traceback
@@ -171,7 +172,7 @@ class HTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a watch or log stream stopped, a process ended) is how streams end, as for
         a real API server: not worth a traceback. Anything else is printed as the standard server does."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        if isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):  # a client that refused our certificate
             return
         super().handle_error(request, client_address)
 
@@ -183,6 +184,8 @@ class Handler(BaseHTTPRequestHandler):
     record: RequestRecord | None = None
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()  # here, in the connection's thread (see ApiServer.start)
         super().setup()
         # Headers and body go out in separate writes; without this, Nagle + delayed ACK add 40 ms.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -26,7 +26,8 @@ IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/
 
 @dataclass(frozen=True)
 class Connection:
-    """A configured client (a :class:`.light.LightClient` or the official ``ApiClient``) and what the configuration says about the namespace."""
+    """A configured client (a :class:`.light.LightClient` or the official ``ApiClient``) and what the
+    configuration says about the namespace."""
 
     api_client: Any
     namespace: str | None
@@ -110,7 +111,7 @@ def connect(
             "no cluster configured: no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not "
             "running inside a pod"
         )
-    sa = in_cluster_target(str(IN_CLUSTER_NAMESPACE_FILE))
+    sa = in_cluster_target()
     if sa is not None:
         return Connection(_light_client(sa), sa.namespace, sa.source, sa.context)
     from kubernetes import client, config

@@ -121,8 +121,10 @@ def target(path: str, context: str | None) -> Target | None:
         if cluster.get("certificate-authority-data"):
             ca, ca_field = _data(cluster["certificate-authority-data"]), "certificate-authority-data"
         elif cluster.get("certificate-authority"):
-            ca, ca_field = str(cluster["certificate-authority"]), f"certificate-authority ({cluster['certificate-authority']})"
-        cert = _data(user["client-certificate-data"]) if user.get("client-certificate-data") else user.get("client-certificate")
+            ca = str(cluster["certificate-authority"])
+            ca_field = f"certificate-authority ({ca})"
+        cert = _data(user["client-certificate-data"]) if user.get("client-certificate-data") else (
+            user.get("client-certificate"))
         key = _data(user["client-key-data"]) if user.get("client-key-data") else user.get("client-key")
     except (ValueError, TypeError):
         return None

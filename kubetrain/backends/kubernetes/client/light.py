@@ -53,7 +53,8 @@ def ssl_context(target: Target) -> ssl.SSLContext:
     if target.client_cert and target.client_key:
         # Inline keys go through a private temporary directory, removed as soon as they are loaded.
         with tempfile.TemporaryDirectory(prefix="kubetrain-tls-") as tmp:
-            ctx.load_cert_chain(_pem_file(target.client_cert, tmp, "cert.pem"), _pem_file(target.client_key, tmp, "key.pem"))
+            ctx.load_cert_chain(_pem_file(target.client_cert, tmp, "cert.pem"),
+                                _pem_file(target.client_key, tmp, "key.pem"))
     return ctx
 
 
@@ -64,7 +65,7 @@ def _env_proxy(server: str) -> str | None:
     proxy = proxies.get(parts.scheme)
     if not proxy:
         return None
-    if urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    if urllib.request.proxy_bypass(parts.hostname or ""):  # NO_PROXY (the environment's, on POSIX)
         return None
     return proxy
 
@@ -119,7 +120,8 @@ class LightClient:
             hdrs["Authorization"] = f"Bearer {token}"
         data: bytes | None = None
         if body is not None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode() if not isinstance(body, str) else body.encode()
+            data = body if isinstance(body, bytes) else (
+                body.encode() if isinstance(body, str) else json.dumps(body).encode())
         t = urllib3.Timeout(connect=timeout[0], read=timeout[1]) if isinstance(timeout, tuple) else urllib3.Timeout(
             connect=timeout, read=timeout)
         try:
@@ -144,7 +146,7 @@ class LightClient:
         return TLSError(f"{self.target.server}: TLS failed ({self.target.source}): {exc}")
 
 
-def in_cluster_target(namespace_file: str) -> Target | None:
+def in_cluster_target() -> Target | None:
     """The service account's token, CA and the API server from the environment, as the official client reads them."""
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
     token_file = os.path.join(SERVICE_ACCOUNT_DIR, "token")
@@ -152,7 +154,7 @@ def in_cluster_target(namespace_file: str) -> Target | None:
     if not host or not port or not os.path.exists(token_file) or not os.path.exists(ca_file):
         return None  # the official loader says what is missing
     try:
-        with open(namespace_file) as f:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace")) as f:
             namespace = f.read().strip() or None
     except OSError:
         namespace = None
