@@ -238,3 +238,19 @@ def test_a_server_that_requires_a_client_certificate_gets_ours(certs: Certificat
         emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
         round_trip(kubeconfig(tmp_path, emu, CA_DATA(certs), {"client-certificate-data": b64(certs.client_cert),
                                                               "client-key-data": b64(certs.client_key)}))
+
+
+def test_an_https_proxy_from_the_environment_is_used_unless_no_proxy_says_otherwise(
+        tls_emulator: KubeEmulator, certs: Certificates, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kubectl: HTTPS_PROXY is honoured (here a proxy that is not there: the request cannot be made), and
+    NO_PROXY naming the server's host lets it through."""
+    path = kubeconfig(tmp_path, tls_emulator, CA_DATA(certs), {"token": tls_emulator.token})
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "example.invalid")
+    monkeypatch.delenv("no_proxy", raising=False)
+    kube = Kube(connect(path).api_client, FAST_RETRY)
+    with pytest.raises(ApiError) as err:
+        kube.list(CONFIGMAPS, "team-a")
+    assert err.value.status == 0  # the connection to the proxy was refused
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert Kube(connect(path).api_client, FAST_RETRY).list(CONFIGMAPS, "team-a")[0] == []

@@ -13,7 +13,6 @@ import os
 import ssl
 import tempfile
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,13 +58,15 @@ def ssl_context(target: Target) -> ssl.SSLContext:
 
 
 def _env_proxy(server: str) -> str | None:
-    """``HTTPS_PROXY``/``HTTP_PROXY`` for ``server`` unless ``NO_PROXY`` lets it through (as kubectl does)."""
+    """``HTTPS_PROXY``/``HTTP_PROXY`` for ``server`` unless ``NO_PROXY`` lets it through (as kubectl does).
+    ``urllib.request`` (which knows these rules) is imported only when a proxy is set: most runs have none."""
     parts = urllib.parse.urlsplit(server)
-    proxies = urllib.request.getproxies_environment()
-    proxy = proxies.get(parts.scheme)
-    if not proxy:
+    if not (os.environ.get(f"{parts.scheme}_proxy") or os.environ.get(f"{parts.scheme.upper()}_PROXY")):
         return None
-    if urllib.request.proxy_bypass(parts.hostname or ""):  # NO_PROXY (the environment's, on POSIX)
+    from urllib.request import getproxies_environment, proxy_bypass
+
+    proxy = getproxies_environment().get(parts.scheme)
+    if not proxy or proxy_bypass(parts.hostname or ""):  # NO_PROXY (the environment's, on POSIX)
         return None
     return proxy
 
