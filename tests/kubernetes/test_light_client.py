@@ -254,3 +254,15 @@ def test_an_https_proxy_from_the_environment_is_used_unless_no_proxy_says_otherw
     assert err.value.status == 0  # the connection to the proxy was refused
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert Kube(connect(path).api_client, FAST_RETRY).list(CONFIGMAPS, "team-a")[0] == []
+
+
+def test_tls_server_name_is_the_name_the_certificate_is_checked_against(
+        tls_emulator: KubeEmulator, certs: Certificates, tmp_path: Path) -> None:
+    """The server certificate names 127.0.0.1 and localhost: ``tls-server-name: localhost`` verifies, a name it
+    does not carry fails (the address alone would have verified)."""
+    round_trip(kubeconfig(tmp_path, tls_emulator, {**CA_DATA(certs), "tls-server-name": "localhost"},
+                          {"token": tls_emulator.token}))
+    path = kubeconfig(tmp_path, tls_emulator, {**CA_DATA(certs), "tls-server-name": "api.example.invalid"},
+                      {"token": tls_emulator.token})
+    with pytest.raises(TLSError, match="certificate verify failed .*api.example.invalid"):
+        Kube(connect(path).api_client, FAST_RETRY).list(CONFIGMAPS, "team-a")

@@ -41,14 +41,20 @@ def _pem_file(data: str | bytes, directory: str, name: str) -> str:
 
 
 def ssl_context(target: Target) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
+    """Trust the kubeconfig's CA alone when it names one (as client-go does: the system's store is not added,
+    which also spares loading it), else the system's store."""
     if target.insecure:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    elif isinstance(target.ca, bytes):
-        ctx.load_verify_locations(cadata=target.ca.decode("ascii", "replace"))
     elif target.ca:
-        ctx.load_verify_locations(cafile=target.ca)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the certificate and the host name
+        if isinstance(target.ca, bytes):
+            ctx.load_verify_locations(cadata=target.ca.decode("ascii", "replace"))
+        else:
+            ctx.load_verify_locations(cafile=target.ca)
+    else:
+        ctx = ssl.create_default_context()
     if target.client_cert and target.client_key:
         # Inline keys go through a private temporary directory, removed as soon as they are loaded.
         with tempfile.TemporaryDirectory(prefix="kubetrain-tls-") as tmp:
