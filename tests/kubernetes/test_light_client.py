@@ -264,5 +264,5 @@ def test_tls_server_name_is_the_name_the_certificate_is_checked_against(
                           {"token": tls_emulator.token}))
     path = kubeconfig(tmp_path, tls_emulator, {**CA_DATA(certs), "tls-server-name": "api.example.invalid"},
                       {"token": tls_emulator.token})
-    with pytest.raises(TLSError, match="certificate verify failed .*api.example.invalid"):
+    with pytest.raises(TLSError, match=r"certificate verify failed .*api\.example\.invalid"):
         Kube(connect(path).api_client, FAST_RETRY).list(CONFIGMAPS, "team-a")
