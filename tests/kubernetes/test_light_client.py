@@ -22,7 +22,7 @@ from kube_emulator.tls import Certificates, make_certificates
 
 from kubetrain.backends.kubernetes.client import light
 from kubetrain.backends.kubernetes.client.config import connect
-from kubetrain.backends.kubernetes.client.errors import ApiError, ConfigError
+from kubetrain.backends.kubernetes.client.errors import ApiError, ConfigError, KubernetesError
 from kubetrain.backends.kubernetes.client.kube import Kube
 from kubetrain.backends.kubernetes.client.kubeconfig import merged
 from kubetrain.backends.kubernetes.client.light import LightClient, TLSError
@@ -266,3 +266,19 @@ def test_tls_server_name_is_the_name_the_certificate_is_checked_against(
                       {"token": tls_emulator.token})
     with pytest.raises(TLSError, match=r"certificate verify failed .*api\.example\.invalid"):
         Kube(connect(path).api_client, FAST_RETRY).list(CONFIGMAPS, "team-a")
+
+
+def test_a_token_file_is_read_on_every_request_as_a_rotated_token_must_be(
+        tls_emulator: KubeEmulator, certs: Certificates, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("expired")
+    kube = Kube(connect(kubeconfig(tmp_path, tls_emulator, CA_DATA(certs), {"tokenFile": str(token_file)})).api_client,
+                FAST_RETRY)
+    with pytest.raises(ApiError) as err:
+        kube.list(CONFIGMAPS, "team-a")
+    assert err.value.status == 401
+    token_file.write_text(tls_emulator.token)  # the kubelet rotated it
+    assert kube.list(CONFIGMAPS, "team-a")[0] == []
+    token_file.unlink()
+    with pytest.raises(KubernetesError, match="cannot read its tokenFile"):
+        kube.list(CONFIGMAPS, "team-a")

@@ -100,11 +100,15 @@ class LightClient:
         self.pool.clear()
 
     def _token(self) -> str | None:
+        """The token file's (read each time: it rotates), else the token; as client-go, a token file that cannot
+        be read leaves the token, when there is one."""
         if self.target.token_file:
             try:
                 with open(self.target.token_file) as f:
-                    return f.read().strip() or None
+                    return f.read().strip() or self.target.token
             except OSError as exc:
+                if self.target.token:
+                    return self.target.token
                 raise KubernetesError(f"{self.target.source}: cannot read its tokenFile: {exc}") from None
         return self.target.token
 
