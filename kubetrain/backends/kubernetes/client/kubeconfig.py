@@ -54,7 +54,9 @@ def _load(path: Path) -> dict[str, Any]:
     import yaml  # on use: the flavor modules import this package and must stay light (tests/kubernetes/test_flavors.py)
 
     text = path.read_text()
-    data = yaml.safe_load(text) if text.strip() else {}
+    # libyaml's safe loader where PyYAML was built with it: a kubeconfig of many clusters parses in a fraction.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text, Loader=loader) if text.strip() else {}  # a safe loader, C or Python
     return data if isinstance(data, dict) else {}
 
 
