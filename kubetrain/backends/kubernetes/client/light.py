@@ -83,7 +83,9 @@ class LightClient:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.host = target.server
-        options: dict[str, Any] = {"retries": False, "maxsize": 16, "block": False}
+        # Connections kept per server: the official client's (5 per CPU), and no fewer than an attached run's
+        # watches and log streams use at once (beyond it a connection is made and dropped after use).
+        options: dict[str, Any] = {"retries": False, "maxsize": max(16, 5 * (os.cpu_count() or 1)), "block": False}
         if target.server.startswith("https://"):
             options["ssl_context"] = ssl_context(target)
             if target.tls_server_name:
