@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kubetrain.backends.kubernetes.backend import KubernetesBackend
+from kubetrain.backends.kubernetes.client import light
 from kubetrain.backends.kubernetes.client.config import connect
 from kubetrain.backends.kubernetes.client.errors import ApiError, ConfigError
 from kubetrain.backends.kubernetes.client.kube import Kube
@@ -76,6 +77,9 @@ def test_in_cluster_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     ca.write_text("-----BEGIN CERTIFICATE-----\nnot used by this test\n-----END CERTIFICATE-----\n")
     monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
     monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    # The official client's loader (kubetrain's own, for a service account whose files it finds, is tested in
+    # test_light_client.py): no files where kubetrain looks, even when the tests run inside a pod.
+    monkeypatch.setattr(light, "SERVICE_ACCOUNT_DIR", str(tmp_path / "no-service-account"))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.delenv("KUBECONFIG", raising=False)
