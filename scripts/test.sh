@@ -6,13 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: OpenMPI for the MPI tests, OpenSSH's server and Debian's mpi4py for MPI over ssh as the
-# rendered pods run it (tests/kubernetes/test_mpi_ssh.py), chromium and its driver for the web view's browser tests.
+# rendered pods run it (tests/kubernetes/test_mpi_ssh.py), chromium and its driver for the web view's browser tests,
+# openssl for the emulator's HTTPS.
 missing=()
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 /usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# The openssl command makes the API emulator's CA and certificates (tests/kubernetes/test_light_client.py).
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
