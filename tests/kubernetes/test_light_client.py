@@ -24,7 +24,7 @@ from kubetrain.backends.kubernetes.client import light
 from kubetrain.backends.kubernetes.client.config import connect
 from kubetrain.backends.kubernetes.client.errors import ApiError, ConfigError, KubernetesError
 from kubetrain.backends.kubernetes.client.kube import Kube
-from kubetrain.backends.kubernetes.client.kubeconfig import merged
+from kubetrain.backends.kubernetes.client.kubeconfig import merged, target
 from kubetrain.backends.kubernetes.client.light import LightClient, TLSError
 from kubetrain.backends.kubernetes.client.resources import CONFIGMAPS
 from tests.support.cluster import FAST_RETRY
@@ -282,3 +282,19 @@ def test_a_token_file_is_read_on_every_request_as_a_rotated_token_must_be(
     token_file.unlink()
     with pytest.raises(KubernetesError, match="cannot read its tokenFile"):
         kube.list(CONFIGMAPS, "team-a")
+
+
+def test_what_the_reader_does_not_know_goes_to_the_official_client(
+        tls_emulator: KubeEmulator, certs: Certificates, tmp_path: Path) -> None:
+    """Username and password, an auth-provider, a socks proxy, a server without a scheme: not served here."""
+    for cluster, user in (({}, {"username": "u", "password": "p"}),
+                          ({}, {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}}),
+                          ({"proxy-url": "socks5://127.0.0.1:1080"}, {"token": "t"})):
+        path = kubeconfig(tmp_path, tls_emulator, {**CA_DATA(certs), **cluster}, user)
+        assert target(str(path), None) is None, (cluster, user)
+    path = kubeconfig(tmp_path, tls_emulator, CA_DATA(certs), {"token": "t"})
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["server"] = tls_emulator.url.removeprefix("https://")
+    path.write_text(yaml.safe_dump(doc))
+    assert target(str(path), None) is None
+    assert target(str(kubeconfig(tmp_path, tls_emulator, CA_DATA(certs), {"token": "t"})), None) is not None

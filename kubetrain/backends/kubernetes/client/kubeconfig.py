@@ -110,8 +110,8 @@ def target(path: str, context: str | None) -> Target | None:
     ctx = contexts[name]
     cluster = clusters.get(str(ctx.get("cluster") or ""))
     user = users.get(str(ctx.get("user") or ""), {}) if ctx.get("user") else {}
-    if cluster is None or not cluster.get("server"):
-        return None
+    if cluster is None or not str(cluster.get("server") or "").startswith(("https://", "http://")):
+        return None  # no server, or one without a scheme: the official client's defaults apply
     if not set(cluster) <= SERVED_CLUSTER_KEYS or not set(user) <= SERVED_USER_KEYS:
         return None
     proxy = cluster.get("proxy-url")
