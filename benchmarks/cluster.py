@@ -231,22 +231,40 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
     if max_logs is not None:
         argv += ["--max-log-requests", str(max_logs)]
     env = {**os.environ, "KUBETRAIN_HOME": str(tmp / "home")}
+    if TRACE_TO is not None:
+        env.update(_tracing_env(tmp, TRACE_TO / f"{name}.txt"))
+    followed = replicas if max_logs is not None else min(replicas, 5)
+    # The time from the command's start to each followed replica's first line, noted as each appears by a thread
+    # reading the output while the emulator makes the pods (the first replicas print while the last are made).
+    lines: list[float] = []
+    done = threading.Event()
+
+    def note_lines() -> None:
+        while not done.is_set() and len(lines) < followed:
+            now = time.perf_counter() - started
+            lines.extend([now] * (_text(out).count(" step 0") - len(lines)))
+            time.sleep(0.02)
+
+    started = time.perf_counter()
     with out.open("wb") as o, err.open("wb") as e:
         child = subprocess.Popen(argv, stdout=o, stderr=e, env=env)
+    noter = threading.Thread(target=note_lines, daemon=True)
+    noter.start()
     try:
         _wait(lambda: _root_created(emu, "job", name), timeout=60)
         pods = played.create_pods("job", name)
+        # Rank 0 first: the followed replicas run and print first, and their streams can open while the others
+        # are made (as on a cluster, where pods start over seconds).
         for replica, pod in pods.items():
             emu.set_pod_phase("default", pod, "Running")
             emu.append_log("default", pod, f"{replica} step 0\n")
-        followed = replicas if max_logs is not None else min(replicas, 5)
+        running_s = time.perf_counter() - started
         # Every followed replica's line printed: every stream is open (or as many as opened in 2 minutes: one
         # stream per pod may not get there on a loaded machine; the row says how many were printed).
-        deadline = time.monotonic() + 120
-        while _text(out).count(" step 0") < followed and time.monotonic() < deadline:
-            time.sleep(0.05)
+        noter.join(120)
+        done.set()
         printed = _text(out).count(" step 0")
-        verbs = time_verbs(kubeconfig, env, name)
+        verbs = time_verbs(kubeconfig, env, name) if TIME_VERBS else {}
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
         emu.append_log("default", pods[last], "Traceback (most recent call last):\nValueError: bad shape\n")
@@ -267,7 +285,46 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             child.kill()
             child.wait()
     return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
-            "failure_to_report_s": failure_s, **verbs}
+            "running_s": running_s, "first_line_s": lines[0] if lines else None,
+            "last_first_line_s": lines[-1] if lines else None, "failure_to_report_s": failure_s, **verbs}
+
+
+TIME_VERBS = True
+TRACE_TO: Path | None = None
+"""``--tracemalloc DIR``: where the run's allocation profiles go (one file per run), None: not traced."""
+
+_TRACER = """
+import os, sys, threading, time, tracemalloc
+
+def _profile(path, top=40):
+    # The allocations alive now, by the line that made them, each time the traced total grows by a tenth: the
+    # last profile written is the one nearest the peak.
+    best = 0
+    while True:
+        time.sleep(1.0)
+        current, peak = tracemalloc.get_traced_memory()
+        if current < best * 1.1:
+            continue
+        best = current
+        stats = tracemalloc.take_snapshot().statistics("lineno")
+        lines = [f"traced now {current / 2**20:.1f} MB, peak {peak / 2**20:.1f} MB, at {time.monotonic():.1f}"]
+        lines += [str(s) for s in stats[:top]]
+        with open(path, "w") as f:
+            f.write("\\n".join(lines) + "\\n")
+
+if sys.argv[1:2] == ["run"] and os.environ.get("KUBETRAIN_BENCH_TRACE_TO"):
+    tracemalloc.start(4)
+    threading.Thread(target=_profile, args=(os.environ["KUBETRAIN_BENCH_TRACE_TO"],), daemon=True).start()
+"""
+"""A sitecustomize for the measured run only (the benchmark's own instrument: nothing in kubetrain traces)."""
+
+
+def _tracing_env(tmp: Path, to: Path) -> dict[str, str]:
+    site = tmp / "trace-site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_TRACER)
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "KUBETRAIN_BENCH_TRACE_TO": str(to)}
 
 
 VERB_REPEATS = 3
@@ -329,13 +386,18 @@ def _num(value: float | None, width: int, digits: int = 2) -> str:
 
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'replicas':>8} {'streams':>8} {'printed':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} "
-          f"{'failure→run s':>14}")
+          f"{'running s':>10} {'1st line s':>11} {'all lines s':>12} {'failure→run s':>14}")
     for r in rows:
         print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['printed']:>8} {r['rss_mb']:>7} {r['threads']:>8} "
-              f"{r['files']:>6} {r['failure_to_report_s']:>14.2f}")
+              f"{r['files']:>6} {r['running_s']:>10.1f} {_num(r['first_line_s'], 11, 1)} "
+              f"{_num(r['last_first_line_s'], 12, 1)} {r['failure_to_report_s']:>14.2f}")
+    print("(running s: from the command's start until the emulator had every pod Running with a line written;"
+          " 1st/all lines s: from the command's start until the first/every followed replica's line was printed)")
     print(f"\n{'replicas':>8} {'kubectl get pods s':>19} {'status s':>9} {'×':>5} {'describe s':>11} {'×':>5} "
           f"{'list s':>7} {'×':>5}   (× = the time over kubectl's, median of {VERB_REPEATS})")
     for r in rows:
+        if "status_s" not in r:
+            continue  # --no-verbs
         print(f"{r['replicas']:>8} {_num(r.get('kubectl_s'), 19)} {_num(r['status_s'], 9)} "
               f"{_num(r['status_vs_kubectl'], 5)} {_num(r['describe_s'], 11)} {_num(r['describe_vs_kubectl'], 5)} "
               f"{_num(r['list_s'], 7)} {_num(r['list_vs_kubectl'], 5)}")
@@ -349,7 +411,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     parser.add_argument("--scale", metavar="N,N", help="instead: an attached run of N replicas (e.g. 100,1000)")
     parser.add_argument("--compare", action="store_true", help="with --scale: also with every replica followed")
+    parser.add_argument("--tracemalloc", metavar="DIR", type=Path,
+                        help="with --scale: profile the run's allocations (tracemalloc, slow) into DIR, a file a run")
+    parser.add_argument("--no-verbs", action="store_true", help="with --scale: leave status/describe/list untimed")
     args = parser.parse_args(argv)
+    global TRACE_TO, TIME_VERBS
+    TIME_VERBS = not args.no_verbs
+    if args.tracemalloc is not None:
+        TRACE_TO = args.tracemalloc.resolve()
+        TRACE_TO.mkdir(parents=True, exist_ok=True)
     if args.scale:
         rows = measure_scale([int(x) for x in args.scale.split(",") if x], args.compare)
         if args.json:
