@@ -3,10 +3,19 @@ the log streams read, and nothing else. Plain functions over dicts, no I/O."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
+from .workload import cond_time
+
 JSON = dict[str, Any]
+
+_SHARED_UP_TO = 128
+"""Strings up to this length are shared between pods (``sys.intern``): a pod's keys, its labels' names and most
+of their values (the job's name, its role, its controller's uid), its phase, its node, its container's name and
+most timestamps are the same text in thousands of pods, and a string parsed from JSON is a new object each time.
+Longer text (a message) is rarely repeated."""
 
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "ownerReferences")
@@ -19,6 +28,18 @@ def pod_essentials(pod: Mapping[str, Any]) -> JSON:
     else: a follower of 10,000 replicas keeps 10,000 of these, where a whole pod (its spec's containers with
     their env, volumes, tolerations, managedFields) is ten times the size. What is read from a pod is what this
     keeps (tests compare every verb's answer from both)."""
+    kept = _shared(_essentials(pod))
+    # What many pods hold alike is held once: their spec (containers' names, node), their status (phase,
+    # conditions and container states, to the second) and their owner, the same in pods started together.
+    kept["spec"] = _one_copy(kept["spec"])
+    kept["status"] = _one_copy(kept["status"])
+    md = kept["metadata"]
+    if "ownerReferences" in md:
+        md["ownerReferences"] = _one_copy(md["ownerReferences"])
+    return kept
+
+
+def _essentials(pod: Mapping[str, Any]) -> JSON:
     md = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -29,11 +50,68 @@ def pod_essentials(pod: Mapping[str, Any]) -> JSON:
         kept_spec["nodeName"] = spec["nodeName"]
     out["spec"] = kept_spec
     kept_status: JSON = {k: status[k] for k in _POD_STATUS if k in status}
+    if "conditions" in kept_status:
+        kept_status["conditions"] = _kept_conditions(kept_status["conditions"])
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in status:
             kept_status[key] = [{k: cs[k] for k in _CONTAINER_STATUS if k in cs} for cs in status[key] or []]
     out["status"] = kept_status
     return out
+
+
+def _kept_conditions(conditions: Any) -> list[Any]:
+    """Of a pod's conditions, what kubetrain reads: every one that does not hold (PodScheduled=False says why a
+    replica waits), and of those that do, the latest (a pod that failed without a container's end is dated by
+    it). A Running pod's four or five true conditions are most of its status."""
+    if not isinstance(conditions, list):
+        return []
+    dicts = [c for c in conditions if isinstance(c, dict)]
+    held = [c for c in dicts if c.get("status") == "True"]
+    latest = max(held, key=lambda c: cond_time(c) or 0.0, default=None)
+    return [c for c in dicts if c.get("status") != "True" or c is latest]
+
+
+def _shared(value: Any) -> Any:
+    """``value`` with its short strings interned, keys and values (see ``_SHARED_UP_TO``)."""
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _SHARED_UP_TO else value
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: _shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v) for v in value]
+    return value
+
+
+_COPIES: dict[Any, Any] = {}
+"""Frozen form → the one copy of a value kept (see `_one_copy`)."""
+
+_COPIES_HELD = 4096
+"""How many distinct values `_one_copy` remembers: the values of a job's pods at a moment are few (a phase, a
+node, a second); when more are seen the memory is forgotten (what was shared stays shared)."""
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ("{", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[", tuple(_frozen(v) for v in value))
+    return (type(value).__name__, value)  # True and 1, 1 and 1.0 stay apart
+
+
+def _one_copy(value: Any) -> Any:
+    """``value``, or an equal one kept before: the same object for every pod that holds it. Safe because a kept
+    pod is read, never changed (the watch replaces a pod with its next version)."""
+    try:
+        key = _frozen(value)
+        held = _COPIES.get(key)
+    except TypeError:  # unhashable: not JSON
+        return value
+    if held is not None:
+        return held
+    if len(_COPIES) >= _COPIES_HELD:
+        _COPIES.clear()
+    _COPIES[key] = value
+    return value
 
 
 def same_essentials(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
