@@ -217,8 +217,8 @@ class PodCache:
         self._roles = roles
         #: pod name → (its resourceVersion, where it stands, the pod)
         self._placed: dict[str, tuple[str, _Placed, JSON]] = {}
-        #: replica → names of its pods
-        self._members: dict[tuple[str, int], set[str]] = {}
+        #: replica → names of its pods (a tuple: almost always one, and 10,000 sets weigh 2 MB)
+        self._members: dict[tuple[str, int], tuple[str, ...]] = {}
         self._index = PodIndex({}, {})
         self._replicas: dict[tuple[str, int], tuple[str, int, str | None, ReplicaStatus]] = {}
 
@@ -241,17 +241,18 @@ class PodCache:
                 placed[name] = known
                 continue
             where = _place(pod, roles, by_role)
-            placed[name] = (version, where, dict(pod))
+            # The pod itself, not a copy: what is handed out is read, never changed (see above).
+            placed[name] = (version, where, pod)  # type: ignore[assignment]
             if known is not None and known[1] is not None:
                 touched.add(known[1][:2])
-                self._members[known[1][:2]].discard(name)
+                self._leave(known[1][:2], name)
             if where is not None:
                 touched.add(where[:2])
-                self._members.setdefault(where[:2], set()).add(name)
+                self._members[where[:2]] = (*self._members.get(where[:2], ()), name)
         for name, (_, where, _) in before.items():  # pods gone since the last look
             if where is not None:
                 touched.add(where[:2])
-                self._members[where[:2]].discard(name)
+                self._leave(where[:2], name)
         self._placed = placed
         if touched:
             current, earlier = dict(self._index.current), dict(self._index.earlier)
@@ -266,6 +267,9 @@ class PodCache:
                     self._members.pop(key, None)
             self._index = PodIndex(current, earlier)
         return self._index
+
+    def _leave(self, key: tuple[str, int], name: str) -> None:
+        self._members[key] = tuple(n for n in self._members.get(key, ()) if n != name)
 
     def replica(self, role: str, index: int, pod: Mapping[str, Any], earlier_failures: int,
                 container: str | None) -> ReplicaStatus:
