@@ -311,6 +311,9 @@ class LogFollower:
         self._shown: set[tuple[str, int]] = set()
         self._restarts_seen: dict[str, int] = {}
         self._tails_running = 0
+        self._sizes = (-1, -1)
+        #: replica → (its current pod, its earlier pods) as last looked at (objects: a change makes new ones)
+        self._looked: dict[tuple[str, int], tuple[JSON, list[JSON] | None]] = {}
         self._tail_pool: ThreadPoolExecutor | None = None
         self._keep = keep
         """Where every line read is kept (before the filters: the kept log is the replica's, not this
@@ -395,22 +398,37 @@ class LogFollower:
         ended = status is None or status.phase.is_terminal
         first_step, self._first_step = self._first_step, False
         outstanding = self._tails_running > 0
-        known = [(r.role, r.index) for r in (status.replicas if status is not None else [])]
-        if self._keep is not None and known:
-            self._keep.replicas = max(self._keep.replicas, len(known))
-        self._choice.update(ri for ri in [*known, *grouped.current] if self._selects(*ri))
+        replicas = status.replicas if status is not None else []
+        if self._keep is not None and replicas:
+            self._keep.replicas = max(self._keep.replicas, len(replicas))
+        # The candidates are ranked again only when their number moves (replicas appear as the job's objects and
+        # pods do; the choice only grows): ranking 10,000 replicas at every step was most of a step's time.
+        sizes = (len(replicas), len(grouped.current))
+        if sizes != self._sizes:
+            self._sizes = sizes
+            known = [(r.role, r.index) for r in replicas]
+            self._choice.update(ri for ri in [*known, *grouped.current] if self._selects(*ri))
         if not self._noted and status is not None and self._choice.left_out and self._note is not None:
             self._noted = True
             self._note(self._choice.note(self._job))
-        for (role, index), current in sorted(grouped.current.items()):
-            if not self._selects(role, index):
+        # Replicas not followed: only those whose pods changed since the last step are looked at (the watch's
+        # state hands out the same pod objects until a pod changes), for a failure or a restart to show.
+        looked = self._looked
+        for ri, current in grouped.current.items():
+            earlier = grouped.earlier.get(ri)
+            before = looked.get(ri)
+            if before is not None and before[0] is current and before[1] is earlier:
                 continue
+            looked[ri] = (current, earlier)
+            key = key_of(*ri)
+            if self._selects(*ri) and key not in self._choice.followed:
+                self._show_last_lines(key, [*(earlier or []), current], containers.get(ri[0]), first_step)
+        followed = sorted(ri for ri in map(_split_key, self._choice.followed) if ri in grouped.current)
+        for role, index in followed:
+            current = grouped.current[(role, index)]
             key = key_of(role, index)
             container = containers.get(role)
             pods = [*grouped.earlier.get((role, index), []), current]
-            if key not in self._choice.followed:
-                self._show_last_lines(key, pods, container, first_step)
-                continue
             rep = self._replicas.setdefault(key, _Replica(key))
             if first_step:
                 rep.history = {meta(p).get("uid", "") for p in pods[:-1]}
