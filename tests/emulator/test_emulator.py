@@ -862,3 +862,35 @@ def test_a_client_hanging_up_is_no_traceback_other_errors_are(capfd: pytest.Capt
         assert "ValueError: a fault of the emulator" in capfd.readouterr().err
     finally:
         server.server_close()
+
+
+def test_a_paged_list_is_one_snapshot_and_says_its_version(core: client.CoreV1Api) -> None:
+    """As the API server: the pages after the first are served from the first page's state, with its
+    resourceVersion, so a watch from that version sees every change made while the pages were read."""
+    for i in range(4):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": f"snap-{i}"}, "data": {"v": "0"}})
+    first = core.list_namespaced_config_map(NS, limit=2)
+    assert [c.metadata.name for c in first.items] == ["snap-0", "snap-1"]
+    core.patch_namespaced_config_map("snap-0", NS, {"data": {"v": "1"}})  # in a page already read
+    core.patch_namespaced_config_map("snap-3", NS, {"data": {"v": "1"}})  # in a page still to read
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "snap-4"}})
+    rest = core.list_namespaced_config_map(NS, limit=10, _continue=first.metadata._continue)
+    assert [c.metadata.name for c in rest.items] == ["snap-2", "snap-3"]
+    assert rest.items[1].data == {"v": "0"}  # as it was at the first page
+    assert rest.metadata.resource_version == first.metadata.resource_version
+    w = watch.Watch()
+    seen = [(e["type"], e["object"].metadata.name) for e in w.stream(
+        core.list_namespaced_config_map, NS, resource_version=rest.metadata.resource_version, timeout_seconds=1)]
+    assert seen == [("MODIFIED", "snap-0"), ("MODIFIED", "snap-3"), ("ADDED", "snap-4")]
+
+
+def test_a_continue_token_of_a_list_no_longer_kept_is_410(core: client.CoreV1Api) -> None:
+    for i in range(3):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": f"old-{i}"}})
+    first = core.list_namespaced_config_map(NS, limit=1)
+    for i in range(17):  # later lists, each at a version of its own
+        core.create_namespaced_config_map(NS, {"metadata": {"name": f"later-{i}"}})
+        core.list_namespaced_config_map(NS, limit=1)
+    with pytest.raises(ApiException) as exc:
+        core.list_namespaced_config_map(NS, limit=1, _continue=first.metadata._continue)
+    assert exc.value.status == 410

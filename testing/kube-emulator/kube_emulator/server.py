@@ -38,6 +38,8 @@ class ApiServer:
         self.watch_timeout = 60.0  # when a watch names no timeoutSeconds
         self.follow_timeout = 60.0  # the longest a followed log stays open
         self._lock = threading.Lock()
+        #: (kind, namespace, selectors, resourceVersion) → the list then: what its continue pages are served from
+        self._list_snapshots: dict[tuple[Any, ...], list[Obj]] = {}
         self._http: HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -283,20 +285,37 @@ class ApiServer:
         return obj
 
     def _list(self, req: Request, rt: ResourceType, ns: str | None) -> Response:
-        items, rv = self.store.list_objects(rt, ns, req.q("labelSelector"), req.q("fieldSelector"))
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        """A list, in pages of ``limit`` when asked. As the API server, every page of one list is served from the
+        state of its first page (the continue token names that resourceVersion) and says that version: a client
+        that watches from it misses nothing that changed while it read the pages. A token of a list no longer kept
+        (16 are) answers 410 Expired, as the server's does once etcd has compacted that version."""
+        selectors = (rt.storage_key, ns, req.q("labelSelector"), req.q("fieldSelector"))
         token = req.q("continue")
         if token:
             try:
-                after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
-            except ValueError:
+                at, *after_key = json.loads(base64.urlsafe_b64decode(token.encode()))
+                after = tuple(after_key)
+                snapshot = self._list_snapshots.get((*selectors, int(at)))
+            except (ValueError, TypeError):
                 raise bad_request("continue key is not valid") from None
-            items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+            if snapshot is None:  # the server's etcd compacted it (here: 16 lists later)
+                raise ApiError(410, "Expired", "The provided continue parameter is too old to display a consistent "
+                               "list result. You can start a new list without the continue parameter.")
+            rv = int(at)
+            items = [o for o in snapshot if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+        else:
+            items, rv = self.store.list_objects(rt, ns, req.q("labelSelector"), req.q("fieldSelector"))
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         limit = req.integer("limit")
         if limit and len(items) > limit:
+            if not token:
+                with self._lock:  # the stored objects are never changed in place: the list holds references
+                    self._list_snapshots[(*selectors, rv)] = items
+                    while len(self._list_snapshots) > 16:
+                        del self._list_snapshots[next(iter(self._list_snapshots))]
             last = items[limit - 1]["metadata"]
             meta["continue"] = base64.urlsafe_b64encode(
-                json.dumps([last.get("namespace", ""), last["name"]]).encode()
+                json.dumps([rv, last.get("namespace", ""), last["name"]]).encode()
             ).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
