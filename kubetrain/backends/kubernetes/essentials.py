@@ -19,6 +19,8 @@ Longer text (a message) is rarely repeated."""
 
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "ownerReferences")
+_OWN = ("name", "uid", "resourceVersion")
+"""A pod's own metadata: strings no other pod holds (interning them would only add a table entry)."""
 _POD_STATUS = ("phase", "reason", "message", "startTime", "conditions")
 _CONTAINER_STATUS = ("name", "state", "lastState", "restartCount", "ready", "started")
 
@@ -28,7 +30,13 @@ def pod_essentials(pod: Mapping[str, Any]) -> JSON:
     else: a follower of 10,000 replicas keeps 10,000 of these, where a whole pod (its spec's containers with
     their env, volumes, tolerations, managedFields) is ten times the size. What is read from a pod is what this
     keeps (tests compare every verb's answer from both)."""
-    kept = _shared(_essentials(pod))
+    kept = _essentials(pod)
+    md = kept["metadata"]
+    own = {k: md.pop(k) for k in _OWN if k in md}  # one pod's: nothing to share
+    kept = _shared(kept)
+    shared_md = kept["metadata"]
+    kept["metadata"] = {sys.intern(k): own[k] if k in own else shared_md[k] for k in _POD_METADATA
+                        if k in own or k in shared_md}  # in the order the API writes them
     # What many pods hold alike is held once: their spec (containers' names, node), their status (phase,
     # conditions and container states, to the second) and their owner, the same in pods started together.
     kept["spec"] = _one_copy(kept["spec"])

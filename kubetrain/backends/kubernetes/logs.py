@@ -486,7 +486,7 @@ class LogFollower:
             uid, name = meta(pod).get("uid", ""), meta(pod).get("name", "")
             cs = main_container_status(pod, container) or {}
             restarts = int(cs.get("restartCount") or 0)
-            seen = self._restarts_seen.setdefault(uid, restarts if first_step else 0)
+            seen = self._restarts_seen.get(uid, restarts if first_step else 0)
             terminated = (cs.get("state") or {}).get("terminated") or {}
             failed = _phase(pod) == "Failed" or int(terminated.get("exitCode") or 0) != 0
             if failed and (uid, restarts) not in self._shown:
@@ -497,7 +497,8 @@ class LogFollower:
                     self._shown.add((uid, instance))
                     if instance == restarts - 1:  # the API keeps the one before the current container only
                         self._read_tail(key, name, container, previous=True)
-            self._restarts_seen[uid] = max(seen, restarts)
+            if max(seen, restarts):  # kept for the pods that restarted only: 0 is what a pod not kept reads
+                self._restarts_seen[uid] = max(seen, restarts)
 
     def _read_tail(self, key: str, pod: str, container: str | None, *, previous: bool) -> None:
         if self._tail_pool is None:  # few threads, however many replicas fail at once

@@ -220,7 +220,7 @@ class PodCache:
         #: replica → names of its pods (a tuple: almost always one, and 10,000 sets weigh 2 MB)
         self._members: dict[tuple[str, int], tuple[str, ...]] = {}
         self._index = PodIndex({}, {})
-        self._replicas: dict[tuple[str, int], tuple[str, int, str | None, ReplicaStatus]] = {}
+        self._replicas: dict[tuple[str, int], tuple[tuple[Any, Any], int, str | None, ReplicaStatus]] = {}
 
     def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
         if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
@@ -276,7 +276,7 @@ class PodCache:
         """:func:`replica_from_pod`, the last look's when the replica's pod has not changed."""
         md = meta_of(pod)
         key = (role, index)
-        version = f"{md.get('name')}@{md.get('resourceVersion')}"
+        version = (md.get("name"), md.get("resourceVersion"))  # the pod's own strings, no new one
         known = self._replicas.get(key)
         if known is not None and known[:3] == (version, earlier_failures, container):
             return known[3]
