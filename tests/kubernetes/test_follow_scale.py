@@ -212,3 +212,46 @@ def test_a_failure_among_10000_replicas_is_reported(emulated: Cluster) -> None:
     assert status.phase is JobPhase.FAILED
     assert status.first_failure is not None and status.first_failure.replica == last
     assert f"[{last}] ValueError: bad shape" in out.getvalue()  # a replica not followed: its last lines shown
+
+
+def _evicted(name: str, scheduled: str, ready_lost: str) -> dict[str, Any]:
+    """A pod as the kubelet leaves one it evicted (Failed, no container terminated: its end is dated by its latest
+    condition), written as the API serves it."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "7",
+                     "labels": {"kubetrain.dev/job": "ev", "kubetrain.dev/role": "worker",
+                                "batch.kubernetes.io/job-completion-index": name[-1]}},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "env": [{"name": "A", "value": "1"}]}],
+                 "nodeName": "node-1"},
+        "status": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory.",
+                   "startTime": scheduled,
+                   "conditions": [
+                       {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled},
+                       {"type": "Initialized", "status": "True", "lastTransitionTime": scheduled},
+                       {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                        "lastTransitionTime": ready_lost},
+                       {"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": ready_lost},
+                   ],
+                   "containerStatuses": [{"name": "main", "state": {}, "lastState": {}, "restartCount": 0,
+                                          "ready": False, "started": False, "image": "busybox:1.36",
+                                          "containerID": "containerd://abc"}]},
+    }
+
+
+def test_essentials_keep_the_conditions_kubetrain_reads_and_hold_what_pods_share_once() -> None:
+    a = pod_essentials(_evicted("ev-worker-0", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z"))
+    b = pod_essentials(_evicted("ev-worker-1", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z"))
+    c = pod_essentials(_evicted("ev-worker-2", "2026-11-27T10:00:00Z", "2026-11-27T10:07:00Z"))
+    # Kept: the condition that does not hold, and the latest that does (the eviction's time dates the failure).
+    assert [(x["type"], x["status"]) for x in a["status"]["conditions"]] == [
+        ("DisruptionTarget", "True"), ("Ready", "False")]
+    from kubetrain.backends.kubernetes.status_map import replica_from_pod
+
+    for kept, whole in ((a, _evicted("ev-worker-0", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z")),
+                        (c, _evicted("ev-worker-2", "2026-11-27T10:00:00Z", "2026-11-27T10:07:00Z"))):
+        assert replica_from_pod("worker", 0, kept) == replica_from_pod("worker", 0, whole)
+    # Pods alike hold one status and one spec; a pod that differs holds its own, and each pod its own name.
+    assert a["status"] is b["status"] and a["spec"] is b["spec"]
+    assert c["status"] is not a["status"] and c["status"] != a["status"]
+    assert a["metadata"]["name"] == "ev-worker-0" and b["metadata"]["name"] == "ev-worker-1"

@@ -95,6 +95,32 @@ def test_a_failing_replica_left_out_shows_its_last_lines(emulated: Cluster) -> N
     assert pods["worker-9"] not in _followed_pods(emulated) and pods["worker-9"] in _read_pods(emulated)
 
 
+def test_a_replica_left_out_shows_each_restart_and_its_failure_among_other_changes(emulated: Cluster) -> None:
+    """The follower looks only at the replicas whose pods changed since its last look: a replica left out that
+    restarts, then fails after other replicas changed, shows its last lines each time, and the replicas that
+    only ran are never read."""
+    emu = emulated.emu
+    assert emu is not None
+    run, pods = _attached_twelve(emulated, "changes")
+    _until(lambda: "hello from worker-4" in run.out.getvalue(), "the followed replicas")
+    emu.append_log("default", pods["worker-7"], "first try: NaN loss\n")
+    emu.set_pod_phase("default", pods["worker-7"], "Running", restart=True, exit_code=1)
+    _until(lambda: "[worker-7] first try: NaN loss" in run.out.getvalue(), "worker-7's lines before its restart")
+    for i in (8, 10, 11):  # other replicas change: looked at, nothing to show
+        emu.patch_status("pods", pods[f"worker-{i}"], {"message": "still going"})
+    emu.set_pod_phase("default", pods["worker-6"], "Succeeded", exit_code=0)
+    emu.append_log("default", pods["worker-7"], "second try: ValueError: bad shape\n")
+    emu.set_pod_phase("default", pods["worker-7"], "Failed", exit_code=3)
+    _until(lambda: "[worker-7] second try: ValueError: bad shape" in run.out.getvalue(), "worker-7's failure")
+    assert run.saw("worker-7 failed: exit code 3")
+    emulated.conclude("job", "changes", "Failed")
+    result = run.done()
+    assert result.status is not None and result.status.phase is JobPhase.FAILED
+    assert run.out.getvalue().count("[worker-7] first try: NaN loss") == 1  # each instance's lines once
+    followed = {pods[f"worker-{i}"] for i in range(5)}
+    assert _read_pods(emulated) - followed == {pods["worker-7"]}
+
+
 def test_max_log_requests_twenty_follows_all_twelve(emulated: Cluster) -> None:
     run, pods = _attached_twelve(emulated, "all", max_log_requests=20)
     _until(lambda: all(f"hello from worker-{i}" in run.out.getvalue() for i in range(12)), "every replica")
