@@ -32,6 +32,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -231,8 +232,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
     if max_logs is not None:
         argv += ["--max-log-requests", str(max_logs)]
     env = {**os.environ, "KUBETRAIN_HOME": str(tmp / "home")}
-    if TRACE_TO is not None:
-        env.update(_tracing_env(tmp, TRACE_TO / f"{name}.txt"))
+    env.update(_tracing_env(tmp, TRACE_TO / f"{name}.txt" if TRACE_TO is not None else None))
     followed = replicas if max_logs is not None else min(replicas, 5)
     # The time from the command's start to each followed replica's first line, noted as each appears by a thread
     # reading the output while the emulator makes the pods (the first replicas print while the last are made).
@@ -255,15 +255,23 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
         pods = played.create_pods("job", name)
         # Rank 0 first: the followed replicas run and print first, and their streams can open while the others
         # are made (as on a cluster, where pods start over seconds).
-        for replica, pod in pods.items():
+        written_s = None
+        for n, (replica, pod) in enumerate(pods.items(), 1):
             emu.set_pod_phase("default", pod, "Running")
             emu.append_log("default", pod, f"{replica} step 0\n")
+            if n == followed:
+                written_s = time.perf_counter() - started
         running_s = time.perf_counter() - started
         # Every followed replica's line printed: every stream is open (or as many as opened in 2 minutes: one
         # stream per pod may not get there on a loaded machine; the row says how many were printed).
         noter.join(120)
         done.set()
         printed = _text(out).count(" step 0")
+        if printed < followed:  # the run's threads, to see where the missing streams are
+            child.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            print(f"{name}: {printed} of {followed} lines printed; the run's threads:\n{_text(err)[-20000:]}",
+                  file=sys.stderr)
         verbs = time_verbs(kubeconfig, env, name) if TIME_VERBS else {}
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
@@ -285,7 +293,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             child.kill()
             child.wait()
     return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
-            "running_s": running_s, "first_line_s": lines[0] if lines else None,
+            "running_s": running_s, "written_s": written_s, "first_line_s": lines[0] if lines else None,
             "last_first_line_s": lines[-1] if lines else None, "failure_to_report_s": failure_s, **verbs}
 
 
@@ -312,6 +320,10 @@ def _profile(path, top=40):
         with open(path, "w") as f:
             f.write("\\n".join(lines) + "\\n")
 
+if sys.argv[1:2] == ["run"]:
+    import faulthandler, signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the benchmark asks when streams do not open
+
 if sys.argv[1:2] == ["run"] and os.environ.get("KUBETRAIN_BENCH_TRACE_TO"):
     tracemalloc.start(4)
     threading.Thread(target=_profile, args=(os.environ["KUBETRAIN_BENCH_TRACE_TO"],), daemon=True).start()
@@ -319,12 +331,12 @@ if sys.argv[1:2] == ["run"] and os.environ.get("KUBETRAIN_BENCH_TRACE_TO"):
 """A sitecustomize for the measured run only (the benchmark's own instrument: nothing in kubetrain traces)."""
 
 
-def _tracing_env(tmp: Path, to: Path) -> dict[str, str]:
+def _tracing_env(tmp: Path, to: Path | None) -> dict[str, str]:
     site = tmp / "trace-site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(_TRACER)
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    return {"PYTHONPATH": path, "KUBETRAIN_BENCH_TRACE_TO": str(to)}
+    return {"PYTHONPATH": path, "KUBETRAIN_BENCH_TRACE_TO": str(to or "")}
 
 
 VERB_REPEATS = 3
@@ -386,13 +398,14 @@ def _num(value: float | None, width: int, digits: int = 2) -> str:
 
 def print_scale(rows: list[dict[str, Any]]) -> None:
     print(f"{'replicas':>8} {'streams':>8} {'printed':>8} {'RSS MB':>7} {'threads':>8} {'files':>6} "
-          f"{'running s':>10} {'1st line s':>11} {'all lines s':>12} {'failure→run s':>14}")
+          f"{'running s':>10} {'written s':>10} {'1st line s':>11} {'all lines s':>12} {'failure→run s':>14}")
     for r in rows:
         print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {r['printed']:>8} {r['rss_mb']:>7} {r['threads']:>8} "
-              f"{r['files']:>6} {r['running_s']:>10.1f} {_num(r['first_line_s'], 11, 1)} "
+              f"{r['files']:>6} {r['running_s']:>10.1f} {_num(r['written_s'], 10, 1)} {_num(r['first_line_s'], 11, 1)} "
               f"{_num(r['last_first_line_s'], 12, 1)} {r['failure_to_report_s']:>14.2f}")
-    print("(running s: from the command's start until the emulator had every pod Running with a line written;"
-          " 1st/all lines s: from the command's start until the first/every followed replica's line was printed)")
+    print("(from the command's start: running s, until the emulator had every pod Running with a line written;"
+          " written s, until every followed replica's line was written; 1st/all lines s, until the first/every"
+          " followed replica's line was printed by the run)")
     print(f"\n{'replicas':>8} {'kubectl get pods s':>19} {'status s':>9} {'×':>5} {'describe s':>11} {'×':>5} "
           f"{'list s':>7} {'×':>5}   (× = the time over kubectl's, median of {VERB_REPEATS})")
     for r in rows:
