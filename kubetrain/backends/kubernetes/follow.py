@@ -42,21 +42,36 @@ class JobState:
 
     Worked out once per change of the watch (the follow loop and the log follower look at the same version:
     one computation serves both), and incrementally: what was worked out per pod is kept until that pod changes
-    (:class:`~.status_map.PodCache`), so a look after one pod of 10,000 changed works out one pod again."""
+    (:class:`~.status_map.PodCache`), so a look after one pod of 10,000 changed works out one pod again.
+
+    Paced: a look still walks every pod (tens of milliseconds at 10,000), and while pods change by thousands
+    (a big job starting) a look at every change would leave the watch's thread too little time to read the
+    changes, which then arrive seconds late. So the next look starts no sooner than ``PACE`` times the last
+    one's length after it (the watch's thread has the rest); a look is always of the latest version, and a
+    reader woken by a change always gets a look at a version at least as new."""
+
+    PACE = 2.0
 
     def __init__(self, jw: JobWatch, name: str, flavor: Flavor | None = None) -> None:
         self.jw, self.name, self.flavor = jw, name, flavor
         self._cache = PodCache()
         self._lock = threading.Lock()
         self._seen: tuple[int, JobStatus | None, PodIndex, dict[str, str | None]] | None = None
+        self._next_look = 0.0
 
     def __call__(self) -> tuple[JobStatus | None, PodIndex, dict[str, str | None]]:
         with self._lock:  # the follow loop and the log follower's thread share it (and its cache)
-            version = self.jw.version  # read before the snapshot: a change during the work is seen next time
             seen = self._seen
-            if seen is None or seen[0] != version:
+            if seen is None or seen[0] != self.jw.version:
+                wait = self._next_look - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)  # the watch's thread reads on meanwhile (see the class's docstring)
+                start = time.monotonic()
+                version = self.jw.version  # read before the snapshot: a change during the work is seen next time
                 seen = (version, *self._work_out())
                 self._seen = seen
+                end = time.monotonic()
+                self._next_look = end + self.PACE * (end - start)
             _, status, grouped, containers = seen
         # A copy of the status: readers change it (a Pending cause becomes its reason); the rest is read only.
         return (copy.copy(status) if status is not None else None), grouped, containers
