@@ -312,8 +312,9 @@ class LogFollower:
         self._restarts_seen: dict[str, int] = {}
         self._tails_running = 0
         self._sizes = (-1, -1)
-        #: replica → (its current pod, its earlier pods) as last looked at (objects: a change makes new ones)
-        self._looked: dict[tuple[str, int], tuple[JSON, list[JSON] | None]] = {}
+        #: replica → its current pod, or (current pod, earlier pods), as last looked at (the objects: a change
+        #: makes new ones)
+        self._looked: dict[tuple[str, int], JSON | tuple[JSON, list[JSON]]] = {}
         self._tail_pool: ThreadPoolExecutor | None = None
         self._keep = keep
         """Where every line read is kept (before the filters: the kept log is the replica's, not this
@@ -416,10 +417,12 @@ class LogFollower:
         looked = self._looked
         for ri, current in grouped.current.items():
             earlier = grouped.earlier.get(ri)
+            seen = current if not earlier else (current, earlier)  # the pair only where there are earlier pods
             before = looked.get(ri)
-            if before is not None and before[0] is current and before[1] is earlier:
+            if before is seen or (earlier and isinstance(before, tuple) and before[0] is current
+                                  and before[1] is earlier):
                 continue
-            looked[ri] = (current, earlier)
+            looked[ri] = seen
             key = key_of(*ri)
             if self._selects(*ri) and key not in self._choice.followed:
                 self._show_last_lines(key, [*(earlier or []), current], containers.get(ri[0]), first_step)

@@ -183,8 +183,9 @@ def pod_role(pod: Mapping[str, Any], roles: Sequence[RoleInfo]) -> str | None:
     return None
 
 
-_Placed = tuple[str, int, tuple[int, float, int, float, str]] | None
-"""Where a pod stands: (role, replica index, its order among the replica's pods), or None (not the job's)."""
+_Placed = tuple[str, int] | None
+"""Where a pod stands: (role, replica index), or None (not the job's). Its order among the replica's pods is worked
+out when a replica has several (rarely: a retry, a gang restart), not kept for each of 10,000 pods."""
 
 
 def _place(pod: Mapping[str, Any], roles: Sequence[RoleInfo], by_role: Mapping[str, RoleInfo]) -> _Placed:
@@ -196,7 +197,7 @@ def _place(pod: Mapping[str, Any], roles: Sequence[RoleInfo], by_role: Mapping[s
     index = 0 if info is not None and info.replicas == 1 else pod_index(pod, info)
     if index is None:
         return None
-    return role, index, _pod_sort_key(pod)
+    return role, index
 
 
 class PodCache:
@@ -244,21 +245,22 @@ class PodCache:
             # The pod itself, not a copy: what is handed out is read, never changed (see above).
             placed[name] = (version, where, pod)  # type: ignore[assignment]
             if known is not None and known[1] is not None:
-                touched.add(known[1][:2])
-                self._leave(known[1][:2], name)
+                touched.add(known[1])
+                self._leave(known[1], name)
             if where is not None:
-                touched.add(where[:2])
-                self._members[where[:2]] = (*self._members.get(where[:2], ()), name)
+                touched.add(where)
+                self._members[where] = (*self._members.get(where, ()), name)
         for name, (_, where, _) in before.items():  # pods gone since the last look
             if where is not None:
-                touched.add(where[:2])
-                self._leave(where[:2], name)
+                touched.add(where)
+                self._leave(where, name)
         self._placed = placed
         if touched:
             current, earlier = dict(self._index.current), dict(self._index.earlier)
             for key in touched:
-                members = sorted((placed[n] for n in self._members.get(key, ())),
-                                 key=lambda p: p[1][2])  # type: ignore[index]
+                members = [placed[n] for n in self._members.get(key, ())]
+                if len(members) > 1:
+                    members.sort(key=lambda p: _pod_sort_key(p[2]))
                 if members:
                     current[key], earlier[key] = members[-1][2], [p[2] for p in members[:-1]]
                 else:
