@@ -162,7 +162,8 @@ def _latest_time(pod: Mapping[str, Any]) -> float | None:
 
 @dataclass
 class PodIndex:
-    """Pods grouped by replica: the newest is the replica, the others are earlier attempts."""
+    """Pods grouped by replica: the newest is the replica, the others are earlier attempts (a replica without
+    any has no entry in ``earlier``: 10,000 empty lists weigh 1 MB)."""
 
     current: dict[tuple[str, int], JSON]
     earlier: dict[tuple[str, int], list[JSON]]
@@ -221,7 +222,8 @@ class PodCache:
         #: replica → names of its pods (a tuple: almost always one, and 10,000 sets weigh 2 MB)
         self._members: dict[tuple[str, int], tuple[str, ...]] = {}
         self._index = PodIndex({}, {})
-        self._replicas: dict[tuple[str, int], tuple[tuple[Any, Any], int, str | None, ReplicaStatus]] = {}
+        #: replica → (its pod's name and resourceVersion, earlier failures, container, its status)
+        self._replicas: dict[tuple[str, int], tuple[Any, Any, int, str | None, ReplicaStatus]] = {}
 
     def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
         if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
@@ -262,7 +264,11 @@ class PodCache:
                 if len(members) > 1:
                     members.sort(key=lambda p: _pod_sort_key(p[2]))
                 if members:
-                    current[key], earlier[key] = members[-1][2], [p[2] for p in members[:-1]]
+                    current[key] = members[-1][2]
+                    if len(members) > 1:
+                        earlier[key] = [p[2] for p in members[:-1]]
+                    else:
+                        earlier.pop(key, None)
                 else:
                     current.pop(key, None)
                     earlier.pop(key, None)
@@ -280,11 +286,11 @@ class PodCache:
         key = (role, index)
         version = (md.get("name"), md.get("resourceVersion"))  # the pod's own strings, no new one
         known = self._replicas.get(key)
-        if known is not None and known[:3] == (version, earlier_failures, container):
-            return known[3]
+        if known is not None and known[:4] == (*version, earlier_failures, container):
+            return known[4]
         replica = replica_from_pod(role, index, pod, earlier_failures, container)
         if md.get("resourceVersion"):
-            self._replicas[key] = (version, earlier_failures, container, replica)
+            self._replicas[key] = (*version, earlier_failures, container, replica)
         return replica
 
 
@@ -309,7 +315,8 @@ def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo], cac
     for key, group in groups.items():
         group.sort(key=_pod_sort_key)
         current[key] = group[-1]
-        earlier[key] = group[:-1]
+        if len(group) > 1:
+            earlier[key] = group[:-1]
     return PodIndex(current, earlier)
 
 
