@@ -17,10 +17,14 @@ show it after P/2 on average (P for the worst case).
 Scale (``--scale``): ``kubetrain run`` (the CLI, attached, job flavor) of N replicas in a process of its own,
 every replica Running and printing, with the default ``--max-log-requests`` (5) and with every replica
 followed (``--max-log-requests N``: one stream and thread per pod, as before it was bounded). The run's peak
-RSS (VmHWM), threads and open files; the time from a replica's failure (one not followed) to ``run`` saying
-so; ``kubetrain status`` of the running job (the whole command, interpreter and imports included), and
+RSS (VmHWM), threads and open files; the time from the command's start to each followed replica's first line
+(beside the time its line was written: the emulator makes 10,000 pods in seconds); the time from a replica's
+failure (one not followed) to ``run`` saying so; ``kubetrain status`` of the running job (the whole command,
+interpreter and imports included, left out with ``--no-verbs``), and
 ``kubectl get pods`` for the same pods in the same run where kubectl is installed.
 ``kubetrain describe`` and ``list`` too, each as a ratio to kubectl's time (below 1: faster than kubectl).
+``--tracemalloc DIR`` profiles the run's live allocations by line (nearest its peak) into DIR: where its
+memory goes (the run is then several times slower; its figures are not the run's).
 
 The emulator plays the controllers (``kube_emulator.controllers``) and the kubelet exactly as the tests do.
 """
