@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .workload import cond_time
+from ...contract.logs import parse_time
 
 JSON = dict[str, Any]
 
@@ -75,7 +75,8 @@ def _kept_conditions(conditions: Any) -> list[Any]:
         return []
     dicts = [c for c in conditions if isinstance(c, dict)]
     held = [c for c in dicts if c.get("status") == "True"]
-    latest = max(held, key=lambda c: cond_time(c) or 0.0, default=None)
+    latest = max(held, key=lambda c: parse_time(c.get("lastTransitionTime") or c.get("lastUpdateTime")
+                                                 or c.get("lastProbeTime")) or 0.0, default=None)  # as cond_time
     return [c for c in dicts if c.get("status") != "True" or c is latest]
 
 
