@@ -276,6 +276,10 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             time.sleep(2)
             print(f"{name}: {printed} of {followed} lines printed; the run's threads:\n{_text(err)[-20000:]}",
                   file=sys.stderr)
+        # The run's list requests for pods (pages): one, or a relist's 20 at 10,000 (the watch fell behind by more
+        # than the emulator's 10,000 events of history).
+        pod_lists = sum(1 for r in emu.requests if r.method == "GET" and r.path.endswith("/pods")
+                        and r.query.get("watch") != "true")
         verbs = time_verbs(kubeconfig, env, name) if TIME_VERBS else {}
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
@@ -297,6 +301,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             child.kill()
             child.wait()
     return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
+            "pod_lists": pod_lists,
             "running_s": running_s, "written_s": written_s, "first_line_s": lines[0] if lines else None,
             "last_first_line_s": lines[-1] if lines else None, "failure_to_report_s": failure_s, **verbs}
 
