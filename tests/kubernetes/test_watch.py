@@ -75,6 +75,39 @@ def test_watch_resumes_after_410_without_losing_the_terminal_event(emulated: Clu
     assert resumed.status == 200
 
 
+def test_a_relist_after_410_keeps_the_pods_that_did_not_change_as_they_were_kept(emulated: Cluster) -> None:
+    """A relist holds the pods that did not change once (the objects kept before), the changed ones anew."""
+    emu = emulated.emu
+    assert emu is not None
+    b = emulated.backend()
+    sub = b.submit(from_dict(job_doc("relist", replicas=2)), flavor="job")
+    pods = [p["metadata"]["name"] for p in emu.create_job_pods("default", "relist-worker")]
+    for name in pods:
+        emu.set_pod_phase("default", name, "Running")
+    with JobWatch(b.kube, "default", sub.name, JOBS) as jw:
+        assert jw.wait_synced(10)
+        deadline = time.monotonic() + 10
+        while {(p["status"] or {}).get("phase") for p in jw.pods.snapshot()} != {"Running"}:
+            assert time.monotonic() < deadline, "the watch never saw the pods run"
+            jw.wait_change(jw.version, timeout=1)
+        before = {p["metadata"]["name"]: p for p in jw.pods.snapshot()}
+        lists = len(_lists(emu, "pods"))
+        emu.delay_next(0.3, "GET", path_regex="/pods$")  # the watch comes back after the history is gone
+        emu.end_streams()
+        emu.set_pod_phase("default", pods[1], "Failed", exit_code=2)
+        emu.compact()
+        def phase_of(name: str) -> str | None:
+            return next((p["status"] or {}).get("phase") for p in jw.pods.snapshot() if p["metadata"]["name"] == name)
+
+        while len(_lists(emu, "pods")) == lists or phase_of(pods[1]) != "Failed":
+            assert time.monotonic() < deadline, "no relist showed the failure"
+            jw.wait_change(jw.version, timeout=1)
+        after = {p["metadata"]["name"]: p for p in jw.pods.snapshot()}
+    assert jw.pods.relists >= 1
+    assert after[pods[0]] is before[pods[0]]  # unchanged: the object kept before, not a second copy
+    assert after[pods[1]] is not before[pods[1]] and after[pods[1]]["status"]["phase"] == "Failed"
+
+
 def test_a_job_that_ends_between_list_and_watch_is_not_missed(emulated: Cluster) -> None:
     emu = emulated.emu
     assert emu is not None

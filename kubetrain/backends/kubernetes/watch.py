@@ -86,7 +86,8 @@ class Informer:
     # -- the loop -------------------------------------------------------------------------------------
 
     def relist(self) -> None:
-        items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector, keep=self._keep)
+        items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector,
+                                   keep=self._keep_or_reuse if self._keep is not None else None)
         with self._lock:
             fresh = {i["metadata"]["name"]: i for i in items}
             for name, old in self.objects.items():
@@ -96,6 +97,17 @@ class Informer:
             self.resource_version = rv
         self.synced.set()
         self._on_change()
+
+    def _keep_or_reuse(self, item: JSON) -> JSON:
+        """What is kept of a listed object: the one kept already when its version has not moved (a relist after a
+        410 then holds one copy of the pods that did not change, not two while the pages are read)."""
+        assert self._keep is not None
+        md = item.get("metadata") or {}
+        version = md.get("resourceVersion")
+        old = self.objects.get(md.get("name", ""))  # this thread is the only writer: no lock to read
+        if version and old is not None and (old.get("metadata") or {}).get("resourceVersion") == version:
+            return old
+        return self._keep(item)
 
     def _apply(self, event: JSON) -> None:
         kind = event.get("type")
