@@ -190,7 +190,7 @@ def test_a_change_before_the_followers_watcher_runs_still_wakes_it(emulated: Clu
     """The follower's first look sees worker-0 Pending; it starts Running before the thread that wakes the
     follower on changes gets to run. That change must still wake it (it was lost: on 1,000 replicas the
     attached run printed nothing)."""
-    from kubetrain.backends.kubernetes import logs
+    from kubetrain.backends.kubernetes import log_follower as logs
 
     emu, ctl = emulated.emu, emulated.controllers
     assert emu is not None and ctl is not None

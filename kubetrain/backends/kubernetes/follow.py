@@ -22,7 +22,8 @@ from .client.errors import KubernetesError
 from .client.resources import Resource
 from .describe import last_lines, pending_reason
 from .flavors import Flavor, flavor_of
-from .logs import LogFollower, Since
+from .log_follower import LogFollower
+from .logs import Since
 from .lookup import Located, PodScope, job_not_found, ordered
 from .status_map import PodCache, PodIndex, group_pods, job_status, meta, roles_of
 
