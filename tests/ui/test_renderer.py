@@ -36,7 +36,11 @@ def test_a_row_and_a_status_look_the_same_first_loaded_and_streamed(
         local.resume(job.job_id)
         href = f"{server.url}/jobs/local/{job.job_id}"
         with Events(href + "/events") as events:
-            status = events.until("status", lambda d: all(r["phase"] == "Running" for r in d["replicas"]))
+            # The supervisor records the replicas Running, then the job: wait for both.
+            status = events.until(
+                "status",
+                lambda d: d["row"]["phase"] == "Running" and all(r["phase"] == "Running" for r in d["replicas"]),
+            )
         page = request(href + "/content").body
         for element in ("replica-rows", "pending", "failure", "condition-rows"):
             assert piece(page, element) == status["html"][element], element
