@@ -121,8 +121,11 @@ def test_job_page_status_logs_metrics_and_escaping(server: Background, local: Lo
             ]
             assert "resume" in first["actions"] and "suspend" not in first["actions"]
             local.resume(job.job_id)
-            running = events.until("status", lambda d: all(r["phase"] == "Running" for r in d["replicas"]))
-            assert running["row"]["phase"] == "Running"
+            # The supervisor records the replicas Running, then the job: both are awaited.
+            events.until(
+                "status",
+                lambda d: d["row"]["phase"] == "Running" and all(r["phase"] == "Running" for r in d["replicas"]),
+            )
             metrics = events.until("metrics", lambda d: d["names"] == ["loss"] and d["samples"] == 10)
         plot = request(f"{href}/plot.svg?name=loss&x=step&v={metrics['version']}")
         assert plot.status == 200 and plot.headers["content-type"].startswith("image/svg+xml")
