@@ -394,9 +394,9 @@ class KubernetesBackend(Cluster):
             if on_missing is not None:
                 on_missing(t.key, exc.message or exc.describe())
 
-        return _without_metrics(read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, until=until,
-                                          grep=grep, previous=previous, missing=missing,
-                                          hidden=_metric_line if grep is None else None), grep)
+        # Metric lines are left out in the read itself, so that --tail counts only the lines shown.
+        return read_logs(self.kube, loc.namespace, targets, tail=tail, since=since, until=until, grep=grep,
+                         previous=previous, missing=missing, hidden=_metric_line if grep is None else None)
 
     def _kept_logs(self, found: KeptJob, why: str, role: str | None, index: int | None, tail: int | None,
                    since: Since | None, until: Since | None, grep: str | GrepPattern | None,

@@ -55,7 +55,7 @@ from .prepare import (
 from .store import JobStore
 from .store_requests import RequestKind
 from .supervisor_core import BY_CTRL_C, BY_SIGTERM
-from .unrecorded import find_unrecorded, stop_unrecorded, unrecorded_jobs
+from .unrecorded import UnrecordedJob, find_unrecorded, stop_unrecorded, unrecorded_jobs
 
 if TYPE_CHECKING:
     from ...jobspec import TrainJob
@@ -211,24 +211,28 @@ class LocalBackend:
                 deleted.append(job_id)
         return deleted
 
-    def status(self, job_id: str) -> JobStatus:
+    def _found(self, job_id: str) -> str | UnrecordedJob:
+        """The job's whole id, or a job running with no record in this store (its store moved aside), found
+        by its folder; `JobNotFound` when neither."""
         try:
-            return self._status(self._resolve(job_id))
+            return self._resolve(job_id)
         except JobNotFound:
             stray = find_unrecorded(self.store, job_id)
             if stray is None:
                 raise
-            return stray.status(self.store)
+            return stray
+
+    def status(self, job_id: str) -> JobStatus:
+        found = self._found(job_id)
+        if isinstance(found, UnrecordedJob):
+            return found.status(self.store)
+        return self._status(found)
 
     def describe(self, job_id: str) -> LocalDescription:
-        try:
-            job_id = self._resolve(job_id)
-        except JobNotFound:
-            stray = find_unrecorded(self.store, job_id)
-            if stray is None:
-                raise
-            return LocalDescription(stray.status(self.store), {})  # its spec is in the store it was started with
-        return LocalDescription(self._status(job_id), json.loads(self.store.get_spec_json(job_id)))
+        found = self._found(job_id)
+        if isinstance(found, UnrecordedJob):
+            return LocalDescription(found.status(self.store), {})  # its spec is in the store it was started with
+        return LocalDescription(self._status(found), json.loads(self.store.get_spec_json(found)))
 
     def list(self, *, limit: int | None = None) -> builtins.list[JobStatus]:
         """Jobs, newest first (finished ones past their ttlSecondsAfterFinished deleted first). First, any job
@@ -397,17 +401,13 @@ class LocalBackend:
     def cancel(self, job_id: str) -> JobStatus:
         """Stop the job's replicas (SIGTERM, grace period, SIGKILL): the job ends Cancelled. `StillStopping`
         if it has not stopped within `job_control.STOP_WAIT` seconds (the request stands)."""
-        try:
-            resolved = self._resolve(job_id)
-        except JobNotFound:
-            stray = find_unrecorded(self.store, job_id)
-            if stray is None:
-                raise
-            stop_unrecorded(stray)  # its supervisor records the outcome in the store it holds, not this one
-            return JobStatus(stray.job_id, stray.job_id, phase=JobPhase.CANCELLED, reason=REASON_NOT_IN_STORE,
+        found = self._found(job_id)
+        if isinstance(found, UnrecordedJob):
+            stop_unrecorded(found)  # its supervisor records the outcome in the store it holds, not this one
+            return JobStatus(found.job_id, found.job_id, phase=JobPhase.CANCELLED, reason=REASON_NOT_IN_STORE,
                              message=f"cancelled by its supervisor; this store ({self.store.db_path}) has no "
                              "record of it")
-        return job_control.stopped(job_control.request_stop(self.store, resolved, RequestKind.CANCEL))
+        return job_control.stopped(job_control.request_stop(self.store, found, RequestKind.CANCEL))
 
     def suspend(self, job_id: str) -> JobStatus:
         """Stop the job's replicas and keep the job, to `resume`. `StillStopping` as for `cancel`."""
@@ -439,16 +439,12 @@ class LocalBackend:
         by its recorded pid. What survives that (an attached `kubetrain run` that is stopped, a process
         stuck in the kernel) makes delete fail, naming the pids, and the job is kept.
         """
-        try:
-            job_id = self._resolve(job_id)
-        except JobNotFound:
-            stray = find_unrecorded(self.store, job_id)
-            if stray is None:
-                raise
-            stop_unrecorded(stray)  # a job running with no record in this store: stopped, then its folder goes
-            shutil.rmtree(stray.folder, ignore_errors=True)
+        found = self._found(job_id)
+        if isinstance(found, UnrecordedJob):
+            stop_unrecorded(found)  # a job running with no record in this store: stopped, then its folder goes
+            shutil.rmtree(found.folder, ignore_errors=True)
             return
-        job_control.delete(self.store, job_id)
+        job_control.delete(self.store, found)
 
 
 if TYPE_CHECKING:  # mypy holds the class to the protocol, signature for signature (as the Kubernetes backend's)
