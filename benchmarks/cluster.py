@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bytecode import compile_kubetrain  # beside this file
+
 # kubetrain and kube_emulator are installed (scripts/test.sh): nothing is imported from the repository.
 from kube_emulator.controllers import Controllers
 from kube_emulator.emulator import KubeEmulator
@@ -360,6 +362,7 @@ def time_verbs(kubeconfig: Path, env: dict[str, str], name: str) -> dict[str, An
     The emulator serves plain HTTP, and kubectl (client-go) sends a kubeconfig's credentials only to a TLS
     server, so it sends none here; the emulator serves requests without credentials, as the API server's
     plain-HTTP port did (a kubectl that could not talk to it leaves the peer's figure out, never a wrong one).
+    kubetrain's modules are compiled first, as an installed kubetrain's are (:mod:`bytecode`).
     """
     k8s = ["--backend", "kubernetes", "--kubeconfig", str(kubeconfig)]
     commands: dict[str, list[str]] = {
@@ -370,6 +373,7 @@ def time_verbs(kubeconfig: Path, env: dict[str, str], name: str) -> dict[str, An
     kubectl = shutil.which("kubectl")
     if kubectl:
         commands["kubectl"] = [kubectl, "--kubeconfig", str(kubeconfig), "get", "pods", "-l", f"{JOB_LABEL}={name}"]
+    compile_kubetrain()
     samples: dict[str, list[float]] = {verb: [] for verb in commands}
     failed: set[str] = set()
     for _ in range(VERB_REPEATS):

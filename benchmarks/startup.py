@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from bytecode import compile_kubetrain
+
 BIN = Path(sys.executable).parent / "kubetrain"
 
 
@@ -21,5 +23,6 @@ def median_time(argv: list[str], reps: int = 15) -> float:
 
 
 if __name__ == "__main__":
+    compile_kubetrain()
     for args in (["--help"], ["version"], ["run", "--help"]):
         print(f"kubetrain {' '.join(args):<12} {median_time([str(BIN), *args]) * 1000:6.1f} ms")
