@@ -3,7 +3,7 @@
 ``pip install`` compiles a package's modules when it installs them, and an editable checkout writes its
 ``__pycache__`` on the first import. A machine that sets ``PYTHONDONTWRITEBYTECODE`` (some CI images and
 containers do) never writes it for an editable checkout: every start of ``kubetrain`` would then compile each
-module edited since its bytecode was last written (~70 ms for the Kubernetes verbs), a cost no installed
+module edited since its bytecode was last written (about 50 ms of `kubetrain status` here), a cost no installed
 kubetrain pays and the peer (a Go binary) never has. The benchmarks that time a command compile first.
 """
 
