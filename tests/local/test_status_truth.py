@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.backends.local.launch import LaunchRecord
 from kubetrain.backends.local.prepare import local_plan
+from kubetrain.backends.local.store import JobStore
+from kubetrain.backends.local.store_connection import StoreConnection
 from kubetrain.status import JobPhase, ReplicaPhase
 from tests.support.helpers import (
     cli,
@@ -25,6 +29,7 @@ from tests.support.helpers import (
     signal_supervisor,
     status_of,
     wait_gone,
+    write,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -106,3 +111,34 @@ def test_a_stored_launch_record_of_an_earlier_kubetrain_still_reads(tmp_path: Pa
         {**r, "processes": [{**p, "env": envs[p["key"]]} for p in r["processes"]]} for r in full["replicas"]
     ]
     assert LaunchRecord.from_json(json.dumps(full)) == replace(record, cluster={})
+
+
+@pytest.mark.parametrize("shape", ["gang", "trials"])
+def test_a_reader_never_sees_a_replica_running_under_a_pending_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """`status`, the web view and `wait --for=condition=Running` read the store while the supervisor writes it:
+    a job whose replicas run is Running in every state they can read, never Pending. Each state the store
+    holds is looked at by another connection (as another process's `status`) right after it is committed."""
+    write(tmp_path / "ok.py", "print('ok', flush=True)\n")
+    spec = generic(["ok.py"], replicas=3)
+    if shape == "trials":
+        spec = {"run": {"python": ["ok.py"]}, "trials": {"completions": 3, "parallelism": 3}}
+    job = make_job(spec, "seen").with_base_dir(tmp_path)
+    seen: list[tuple[JobPhase, tuple[ReplicaPhase, ...]]] = []
+    commit = StoreConnection._commit
+    with LocalBackend() as backend, JobStore(backend.store.db_path) as reader:
+
+        def commit_then_look(self: StoreConnection, conn: sqlite3.Connection) -> None:
+            commit(self, conn)
+            if self is not reader:
+                seen.extend((s.phase, tuple(r.phase for r in s.replicas)) for s in reader.list_jobs())
+
+        monkeypatch.setattr(StoreConnection, "_commit", commit_then_look)
+        result = backend.run(job)  # attached: its supervisor writes through this process's store
+    assert result.status is not None and result.status.phase is JobPhase.SUCCEEDED, result.status
+    assert (JobPhase.PENDING, (ReplicaPhase.PENDING,) * 3) in seen  # the reader saw the job before it started
+    assert any(phase is JobPhase.RUNNING and ReplicaPhase.RUNNING in replicas for phase, replicas in seen)
+    mixed = [(phase, replicas) for phase, replicas in seen
+             if phase is JobPhase.PENDING and ReplicaPhase.RUNNING in replicas]
+    assert not mixed, f"replicas Running under a Pending job: {mixed[0]}"

@@ -528,3 +528,24 @@ def test_store_reconnects_after_fork(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(wait_status) == 0
     assert store.record_restart(job_id) == 2
     store.close()
+
+
+# --- several writes as one ------------------------------------------------------------------------
+
+
+def test_writes_in_one_transaction_are_seen_together_or_not_at_all(store: JobStore) -> None:
+    job_id = create(store)
+    other = JobStore(store.db_path)  # another process's view
+    with store.transaction():
+        store.update_replica(job_id, "worker", 0, phase=ReplicaPhase.RUNNING)
+        assert other.get_status(job_id).replicas[1].phase is ReplicaPhase.PENDING  # not committed yet
+        store.set_job_phase(job_id, JobPhase.RUNNING, reason="Started")
+    status = other.get_status(job_id)
+    assert (status.phase, status.replicas[1].phase) == (JobPhase.RUNNING, ReplicaPhase.RUNNING)
+    # A failure inside leaves nothing of the block: the replica written before it is rolled back too.
+    with pytest.raises(JobNotFound), store.transaction():
+        store.update_replica(job_id, "worker", 1, phase=ReplicaPhase.RUNNING)
+        store.update_replica(job_id, "worker", 7, phase=ReplicaPhase.RUNNING)
+    assert other.get_status(job_id).replicas[2].phase is ReplicaPhase.PENDING
+    assert store.get_status(job_id).replicas[2].phase is ReplicaPhase.PENDING
+    other.close()

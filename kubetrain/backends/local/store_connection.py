@@ -169,6 +169,7 @@ class StoreConnection:
             self.root = p
             self.db_path = p / DB_NAME
         self._lock = threading.RLock()
+        self._joined = 0  # > 0 inside `transaction()`, in the thread holding the lock
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self.reserve = DiskReserve(self.root)
@@ -336,8 +337,25 @@ class StoreConnection:
         conn.execute("COMMIT")
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Several writes as one: each operation of the store called inside joins this one transaction, so a
+        reader (`status`, the web view, `wait --for`) sees all of them or none, never a state between two
+        (the replicas Running under a job still Pending). Other threads' operations wait until it ends."""
+        with self._tx(write=True):
+            self._joined += 1
+            try:
+                yield
+            finally:
+                self._joined -= 1
+
+    @contextmanager
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._joined:
+                # Inside `transaction()` (this thread holds the lock): its BEGIN, COMMIT or ROLLBACK are the
+                # outer block's, which also turns what goes wrong into a `StoreError`.
+                yield self._connection()
+                return
             conn = self._connection()
             if write:
                 self.reserve.keep_room()

@@ -177,28 +177,30 @@ class Supervisor(ElasticSupervision, TrialSupervision):
         started = group.start(specs)
         now = time.time()
         self._report_preload(group, now)
-        for key, (pid, _start) in started.items():
-            role, index = self._replica_of(key)
-            if key.endswith(".0") or "." not in key:
-                store.update_replica(
-                    job_id,
-                    role,
-                    index,
-                    phase=ReplicaPhase.RUNNING,
-                    pid=pid,
-                    started_at=now,
-                    reason="DebugHold" if self.debug else None,
-                )
         reason = "DebugHold" if self.debug else "Started"
         count = f"{len(started)} process" + ("" if len(started) == 1 else "es")
         message = "replicas hold their program: kubetrain attach" if self.debug else count
-        store.set_job_phase(
-            job_id,
-            JobPhase.RUNNING,
-            reason=reason,
-            message=message,
-            condition=Condition("Running", ConditionStatus.TRUE, reason, message, now),
-        )
+        # One transaction: a reader sees the replicas Running with their job, never under a job still Pending.
+        with store.transaction():
+            for key, (pid, _start) in started.items():
+                role, index = self._replica_of(key)
+                if key.endswith(".0") or "." not in key:
+                    store.update_replica(
+                        job_id,
+                        role,
+                        index,
+                        phase=ReplicaPhase.RUNNING,
+                        pid=pid,
+                        started_at=now,
+                        reason="DebugHold" if self.debug else None,
+                    )
+            store.set_job_phase(
+                job_id,
+                JobPhase.RUNNING,
+                reason=reason,
+                message=message,
+                condition=Condition("Running", ConditionStatus.TRUE, reason, message, now),
+            )
         self._report_status()
 
     def _watch(self, group: ProcessGroup, started_at: float) -> JobPhase | None:

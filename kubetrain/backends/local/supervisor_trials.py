@@ -101,15 +101,19 @@ class TrialSupervision(SupervisorCore):
         now = time.time()
         if first:
             self._report_preload(group, now)
-        for key, (pid, _start) in started.items():
-            role, index = self._replica_of(key)
-            if key.endswith(".0") or "." not in key:
-                self.store.update_replica(self.job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid,
-                                          started_at=now, reason=None, message=None)
+        # One transaction: a reader sees the first runs Running with their job, never under a job still Pending.
+        with self.store.transaction():
+            for key, (pid, _start) in started.items():
+                role, index = self._replica_of(key)
+                if key.endswith(".0") or "." not in key:
+                    self.store.update_replica(self.job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid,
+                                              started_at=now, reason=None, message=None)
+            if first:
+                message = f"{done}/{total} runs succeeded, {len(keys)} running"
+                self.store.set_job_phase(self.job_id, JobPhase.RUNNING, reason="Started", message=message,
+                                         condition=Condition("Running", ConditionStatus.TRUE, "Started", message,
+                                                             now))
         if first:
-            message = f"{done}/{total} runs succeeded, {len(keys)} running"
-            self.store.set_job_phase(self.job_id, JobPhase.RUNNING, reason="Started", message=message,
-                                     condition=Condition("Running", ConditionStatus.TRUE, "Started", message, now))
             self._report_status()
 
     def _trials_progress(self, done: int, total: int, running: int) -> None:
