@@ -10,7 +10,7 @@ Standard library only, like the rest of `contract`: the CLI's parser offers the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -98,6 +98,17 @@ class FrameworkRecord:
     """Modules the local backend imports once in a process that then forks the Python replicas. torch may
     be imported before a fork as long as CUDA is not initialised (its DataLoader workers are forked so);
     TensorFlow and JAX start threads when imported, so their replicas start the ordinary way."""
+    cluster_roles: tuple[str, ...] | None = None
+    """The roles the framework's own description of the cluster holds, in its order, where it leaves some out
+    (TensorFlow's TF_CONFIG: chief, worker, ps; the evaluator runs beside the cluster). None: every role. The
+    wiring writes it (`frameworks/tensorflow.py`), the resolver reads it back inside a replica."""
+
+    def in_cluster(self, roles: Iterable[str]) -> list[str]:
+        """The roles of `roles` that the framework's cluster holds (`cluster_roles`), in the framework's order."""
+        present = list(roles)
+        if self.cluster_roles is None:
+            return present
+        return [role for role in self.cluster_roles if role in present]
 
 
 _PYTORCHJOB = KubeflowKind("PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorchjob-port", "pytorchjobs",
@@ -115,6 +126,7 @@ RECORDS: Mapping[Framework, FrameworkRecord] = MappingProxyType({record.name: re
         role_rules=(RoleRule(("worker", "chief"), "parameter servers need a worker or chief role to serve",
                              when="ps"),),
         kubeflow=KubeflowKind("TFJob", "tfReplicaSpecs", "tensorflow", "tfjob-port", "tfjobs"),
+        cluster_roles=("chief", "worker", "ps"),
     ),
     # DeepSpeed reads torch's env contract: the same port, and a PyTorchJob on the training operator.
     FrameworkRecord(

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from ..contract.frameworks import Framework, record_of
 from .common import RoleWiring, WireContext, program_argv, run_of, single
 from .values import Addrs, Idx, Value
-
-CLUSTER_ROLES = ("chief", "worker", "ps")  # TensorFlow keeps the evaluator out of the cluster
 
 
 def tf_config(ctx: WireContext) -> Value:
     pieces: list[str | Idx | Addrs] = ['{"cluster":{']
-    members = [r for r in CLUSTER_ROLES if r in ctx.topology.roles]
+    # The record's cluster roles (the evaluator stays out), which the resolver reads back inside the replica.
+    members = record_of(Framework.TENSORFLOW).in_cluster(ctx.topology.roles)
     for i, role in enumerate(members):
         pieces += [f'"{role}":', Addrs(role)]
         if i < len(members) - 1:

@@ -28,7 +28,7 @@ from ..contract import env_names
 from ..contract.labels import INDEX_KEYS, JOB_LABEL, ROLE_LABEL
 from ..contract.naming import label_value
 from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, within_config
-from .env import TF_CLUSTER_ROLES, _int
+from .env import _int, framework_cluster
 
 __all__ = [
     "DEFAULT_MAPPING",
@@ -59,9 +59,7 @@ def kubetrain_mapping(environ: Mapping[str, str]) -> dict[str, list[str]] | None
     job, raw = environ.get(env_names.JOB), environ.get(env_names.CLUSTER)
     if not job or not raw:
         return None
-    roles = list(expand_cluster(raw))
-    if environ.get(env_names.FRAMEWORK) == "tensorflow":
-        roles = [r for r in TF_CLUSTER_ROLES if r in roles]
+    roles = framework_cluster(environ.get(env_names.FRAMEWORK), expand_cluster(raw))
     return {role: [f"{JOB_LABEL}={label_value(job)},{ROLE_LABEL}={role}"] for role in roles}
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,17 +27,30 @@ from .cluster_spec import ClusterResolver, ClusterSpec, expand_cluster, within_c
 
 __all__ = [
     "FORMATS",
-    "TF_CLUSTER_ROLES",
     "EnvClusterResolver",
     "JaxDist",
     "TorchDist",
+    "framework_cluster",
     "local_accelerators",
     "main",
     "resolve_output",
 ]
 
-TF_CLUSTER_ROLES = ("chief", "worker", "ps")
-"""The roles in TensorFlow's cluster: the evaluator runs beside it, outside TF_CONFIG's cluster."""
+
+
+def framework_cluster(framework: str | None, roles: Iterable[str]) -> list[str]:
+    """The roles of `roles` in the cluster `framework` describes to its replicas (TensorFlow's TF_CONFIG leaves
+    the evaluator out), as the framework's record says (`contract.frameworks`); every one for another name."""
+    if not framework:
+        return list(roles)
+    # Imported here, not with the module: most replicas never ask, and the records take milliseconds to build.
+    from ..contract.frameworks import record_of
+
+    try:
+        record = record_of(framework)
+    except ValueError:  # not one of kubetrain's frameworks (another launcher's name): nothing is left out
+        return list(roles)
+    return record.in_cluster(roles)
 
 FORMATS = ("json", "tf-config", "torch-env", "jax-env", "hostfile")
 
@@ -227,8 +240,8 @@ class EnvClusterResolver(ClusterResolver):
         cluster = self.cluster()
         if self._roles is not None:
             roles: Sequence[str] = [r for r in self._roles if r in cluster]
-        elif self.under_kubetrain and self.framework == "tensorflow":
-            roles = [r for r in TF_CLUSTER_ROLES if r in cluster]
+        elif self.under_kubetrain:
+            roles = framework_cluster(self.framework, cluster)
         else:
             roles = list(cluster)
         return ClusterSpec({r: cluster[r] for r in roles})

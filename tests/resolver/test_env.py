@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -24,7 +26,7 @@ from kubetrain.resolver import (
     local_accelerators,
     resolve_output,
 )
-from kubetrain.resolver.apiserver import label_value
+from kubetrain.resolver.apiserver import kubetrain_mapping, label_value
 from kubetrain.resolver.env import main as resolve_main
 from kubetrain.status import JobPhase
 from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
@@ -58,6 +60,22 @@ TF_JOB = {
     "run": {"python": ["t.py"]},
     "roles": {"chief": {}, "worker": {"replicas": 2}, "ps": {"replicas": 1}, "evaluator": {}},
 }
+
+
+def test_the_cluster_a_tf_replica_reads_is_the_one_its_framework_record_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One source for the roles of TF_CONFIG's cluster: the framework's record. The wiring writes TF_CONFIG from it
+    and the resolver reads the cluster back by it (here a record that would keep the evaluator in: both follow)."""
+    from kubetrain.contract import frameworks
+
+    tf = frameworks.RECORDS[frameworks.Framework.TENSORFLOW]
+    assert tf.cluster_roles == ("chief", "worker", "ps")
+    wider = replace(tf, cluster_roles=("chief", "worker", "ps", "evaluator"))
+    monkeypatch.setattr(frameworks, "RECORDS", MappingProxyType({**frameworks.RECORDS, tf.name: wider}))
+    for env in process_envs(plan(job_of(TF_JOB, "tf"))):
+        written = list(json.loads(env["TF_CONFIG"])["cluster"])
+        assert written == ["chief", "worker", "ps", "evaluator"]
+        assert EnvClusterResolver(environ=env).cluster_spec().jobs == written
+        assert list(kubetrain_mapping(env) or {}) == written
 
 
 # -- ClusterSpec and KUBETRAIN_CLUSTER -----------------------------------------------------------------------
@@ -343,11 +361,12 @@ def test_import_is_light() -> None:
     code = (
         "import sys, kubetrain.resolver\n"
         "r = kubetrain.resolver.EnvClusterResolver(environ={})\n"
-        "heavy = {'kubernetes', 'tensorflow', 'pydantic', 'yaml', 'torch'}\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))"
+        "heavy = {'kubernetes', 'tensorflow', 'pydantic', 'yaml', 'torch', 'kubetrain.contract.frameworks'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy), sorted(set(sys.modules) & heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    # The framework records (milliseconds of dataclasses) too are read only by a replica that asks for its cluster.
+    assert out.stdout.strip() == "[] []"
 
 
 def test_job_label_value_is_the_render_s() -> None:
