@@ -154,6 +154,34 @@ def test_follow_waits_for_a_pending_replica(emulated: Cluster) -> None:
     assert [r.text for r in got if r.key == "worker-1"] == ["one is up at last", "finished"]
 
 
+@pytest.mark.parametrize(("tail", "grep", "first"), [(2, None, ["step 2", "step 3"]),
+                                                     (2, "step [013]", ["step 1", "step 3"])])
+def test_follow_tail_counts_the_lines_shown_as_the_one_shot_read(
+    emulated: Cluster, tail: int, grep: str | None, first: list[str]
+) -> None:
+    """`logs -f --tail N` starts with the same N lines `logs --tail N` shows (and the local backend's, either
+    way): metric lines (hidden) and lines `--grep` leaves out do not count, then it follows what comes."""
+    from kubetrain.metrics.wire import MARKER
+
+    emu = emulated.emu
+    assert emu is not None
+    b, pods = _start(emulated, "followshown", replicas=1)
+    pod = pods["worker-0"]
+    emu.set_pod_phase("default", pod, "Running")
+    metric = MARKER + '{"step": 1, "loss": 0.5}\n'
+    emu.append_log("default", pod, "".join(f"step {i}\n" + metric * 30 for i in range(4)))
+    assert [r.text for r in b.logs("followshown", tail=tail, grep=grep)] == first
+    got, done = _follow(b, "followshown", tail=tail, grep=grep)
+    _until(lambda: len(got) >= len(first), "the last lines shown")
+    emu.append_log("default", pod, metric + "step 1 again\n" + metric)
+    _until(lambda: [r.text for r in got][-1:] == ["step 1 again"], "a line written while following")
+    emu.set_pod_phase("default", pod, "Succeeded", exit_code=0)
+    assert emulated.controllers is not None
+    emulated.controllers.conclude("job", "followshown", "Succeeded")
+    assert done.wait(5)
+    assert [r.text for r in got] == [*first, "step 1 again"]
+
+
 def test_follow_reads_a_restart_it_did_not_see_through_previous(emulated: Cluster) -> None:
     """A container that crashes and restarts between two looks: its last run is read with previous=true."""
     emu = emulated.emu

@@ -377,7 +377,9 @@ class KubernetesBackend(Cluster):
             if pods is None or pods:
                 from . import follow as following
 
-                records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note)
+                # The metric lines left out are told the follower too: --tail counts only the lines shown.
+                hidden = _metric_line if grep is None else None
+                records = following.follow_logs(self, loc, role, index, tail, since, grep, stop, on_note, hidden)
                 return _without_metrics(records, grep)
         if pods is None:
             pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)

@@ -301,7 +301,8 @@ def deleted_status(name: str, jw: JobWatch, flavor: Flavor | None = None) -> Job
 def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | None, tail: int | None,
                 since: Since | None, grep: str | GrepPattern | None,
                 stop: threading.Event | None = None,
-                note: Callable[[str], None] | None = None) -> Iterator[LogRecord]:
+                note: Callable[[str], None] | None = None,
+                hidden: Callable[[LogRecord], bool] | None = None) -> Iterator[LogRecord]:
     """``logs -f``: until the job ends (or ``stop`` is set), across restarts; Pending replicas are waited for.
     At most ``backend.options.max_log_requests`` replicas are streamed; ``note`` hears which, when some are left out."""
     jw = backend.watch(loc.name, loc.namespace, resource=loc.resource, scope=loc.pods)
@@ -310,7 +311,7 @@ def follow_logs(backend: Cluster, loc: Located, role: str | None, index: int | N
         follower = LogFollower(backend.kube, loc.namespace, jw, job_state(jw, loc.name, loc.flavor), role=role,
                                index=index, tail=tail, since=since, grep=grep, grace=backend.options.log_grace,
                                stop=stop, max_streams=backend.options.max_log_requests, note=note, job=loc.name,
-                               keep=keeper(backend, jw, loc.name, "kubetrain logs -f"))
+                               keep=keeper(backend, jw, loc.name, "kubetrain logs -f"), hidden=hidden)
         yield from follower
     finally:
         jw.stop()

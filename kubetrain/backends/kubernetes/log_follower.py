@@ -39,7 +39,7 @@ from .workload import JSON, meta
 if TYPE_CHECKING:
     from ..logfiles.kept import Keeper
 
-from .logs import Since, close_response, iter_stream
+from .logs import LogTarget, Since, close_response, iter_stream, tail_start
 from .logs import since_seconds as seconds_back
 
 # --------------------------------------------------------------------------------------------- follow
@@ -135,6 +135,7 @@ class LogFollower:
         note: Callable[[str], None] | None = None,
         job: str = "",
         keep: Keeper | None = None,
+        hidden: Callable[[LogRecord], bool] | None = None,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -164,6 +165,8 @@ class LogFollower:
         self._keep = keep
         """Where every line read is kept (before the filters: the kept log is the replica's, not this
         reader's view of it), for `logs` once the pods are gone; closed when the follow ends."""
+        self._hidden = hidden
+        """Lines the caller leaves out (metric lines): `tail` does not count them, as the one-shot read does not."""
 
     def stop(self) -> None:
         self._stopped.set()
@@ -210,12 +213,23 @@ class LogFollower:
                             self._q.put((uid, rec))
                     except ApiError:
                         pass  # no previous instance after all
+                lines, back, after, start, equal = tail, since_seconds, since_time, None, 0
+                if tail and (self.filter.grep is not None or self._hidden is not None):
+                    # tailLines counts the lines left out too: start where the last `tail` lines shown begin.
+                    start = tail_start(self.kube, self.namespace, LogTarget(rep.key, name, container), tail,
+                                       self._visible, since_seconds)
+                    lines = None
+                    if start is not None:
+                        back, after = None, format_seconds(start.time_ns)
                 resp = self.kube.pod_log(name, self.namespace, container=container, follow=follow,
-                                         tail_lines=tail, since_seconds=since_seconds, since_time=since_time)
+                                         tail_lines=lines, since_seconds=back, since_time=after)
                 rep.active = resp
                 if self._stopped.is_set():
                     close_response(resp)
                 for rec in iter_stream(resp, rep.key):
+                    if start is not None and start.skips(rec, equal):
+                        equal += rec.time_ns == start.time_ns
+                        continue
                     self._q.put((uid, rec))
                     if self._stopped.is_set():
                         break
@@ -224,6 +238,9 @@ class LogFollower:
             self._q.put(_End(rep.key, uid, error))
 
         threading.Thread(target=pump, name=f"log-{rep.key}", daemon=True).start()
+
+    def _visible(self, rec: LogRecord) -> bool:
+        return self.filter.accepts(rec) and (self._hidden is None or not self._hidden(rec))
 
     def _is_new(self, uid: str, rec: LogRecord) -> bool:
         """False for a line already read (a re-read of the same pod)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -108,6 +109,84 @@ scheduler refuses every stream but COMBINED for the same reason)."""
 # --------------------------------------------------------------------------------------------- one-shot
 
 
+def _read(kube: Kube, namespace: str, t: LogTarget, lines: int | None, since: int | None, previous: bool,
+          until: int | None = None, keep: Callable[[LogRecord], bool] | None = None) -> tuple[list[LogRecord], int]:
+    """The records of `t`'s log that `keep` keeps (None: all), of its last `lines` (None: all) up to `until`
+    (ns), and how many lines were read."""
+    resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=lines,
+                        since_seconds=since)
+    out: list[LogRecord] = []
+    seen = 0
+    for rec in iter_stream(resp, t.key):
+        seen += 1
+        if until is not None and rec.time_ns >= until:
+            break  # the rest is later still: the stream is closed unread
+        if keep is None or keep(rec):
+            out.append(rec)
+    return out, seen
+
+
+def _last_shown(kube: Kube, namespace: str, t: LogTarget, tail: int, shown: Callable[[LogRecord], bool],
+                since: int | None, previous: bool = False) -> list[LogRecord]:
+    """The lines `shown` of the end of `t`'s log that holds its last `tail` of them (or of the whole log, when it
+    has fewer). The API's ``tailLines`` counts every line, so where `shown` leaves some out the read is widened
+    (×4 each time)."""
+    lines = tail
+    while True:
+        read, seen = _read(kube, namespace, t, lines, since, previous, keep=shown)
+        if seen < lines or len(read) >= tail:  # the whole log, or enough
+            return read
+        lines *= 4
+
+
+@dataclass(frozen=True)
+class TailStart:
+    """Where the last lines shown of a log begin, for a follow that starts there (`logs -f --tail N`, whose
+    ``tailLines`` would count the lines left out too): lines stamped before `time_ns` are skipped, and the
+    first `equal` stamped `time_ns` (lines of one nanosecond, before the first one shown)."""
+
+    time_ns: int
+    equal: int
+
+    def skips(self, rec: LogRecord, equal_seen: int) -> bool:
+        """`rec` comes before the start; `equal_seen`: lines stamped `time_ns` already skipped."""
+        return rec.time_ns < self.time_ns or (rec.time_ns == self.time_ns and equal_seen < self.equal)
+
+
+def tail_start(kube: Kube, namespace: str, t: LogTarget, tail: int, shown: Callable[[LogRecord], bool],
+               since: int | None = None) -> TailStart | None:
+    """Where `t`'s last `tail` lines `shown` begin, read as `read_logs` reads them (so a follow starts with the
+    lines the one-shot read shows); after the last line when none is shown; None for an empty log. Only the
+    starts of the last `tail` lines shown are kept, however far the read is widened."""
+    def starts_in(lines: int) -> tuple[deque[TailStart], TailStart, int, int]:
+        """The starts of the last `tail` lines shown of the log's last `lines`, where its last line ends, how many
+        lines were shown and how many read."""
+        starts: deque[TailStart] = deque(maxlen=tail)
+        run = TailStart(-1, 0)  # the lines stamped alike so far (a log is in time order: they are together)
+        found = 0
+
+        def note(rec: LogRecord) -> bool:
+            nonlocal run, found
+            run = TailStart(rec.time_ns, run.equal + 1 if rec.time_ns == run.time_ns else 1)
+            if shown(rec):
+                starts.append(TailStart(rec.time_ns, run.equal - 1))
+                found += 1
+            return False  # nothing kept: the starts are
+
+        _, seen = _read(kube, namespace, t, lines, since, False, keep=note)
+        return starts, run, found, seen
+
+    lines = tail
+    while True:
+        starts, end, found, seen = starts_in(lines)
+        if seen < lines or found >= tail:  # the whole log, or enough
+            break
+        lines *= 4
+    if not seen:
+        return None
+    return starts[0] if starts else end
+
+
 def targets_of(grouped: PodIndex, containers: dict[str, str | None], role: str | None = None,
                index: int | None = None) -> list[LogTarget]:
     out = []
@@ -148,30 +227,16 @@ def read_logs(
     flt = make_filter(since, until, grep)
     server_tail = tail if flt.until is None else None
 
-    def read(t: LogTarget, lines: int | None) -> tuple[list[LogRecord], int]:
-        """The records of `t` that pass, of its last `lines` (None: all), and how many lines were read."""
-        resp = kube.pod_log(t.pod, namespace, container=t.container, previous=previous, tail_lines=lines,
-                            since_seconds=since_seconds(flt.since))
-        kept: list[LogRecord] = []
-        seen = 0
-        for rec in iter_stream(resp, t.key):
-            seen += 1
-            if flt.until is not None and rec.time_ns >= flt.until:
-                break  # the rest is later still: the stream is closed unread
-            if flt.accepts(rec) and (hidden is None or not hidden(rec)):
-                kept.append(rec)
-        return kept, seen
+    def shown(rec: LogRecord) -> bool:
+        return flt.accepts(rec) and (hidden is None or not hidden(rec))
 
     def one(t: LogTarget) -> list[LogRecord]:
         try:
-            lines = server_tail
-            while True:
-                kept, seen = read(t, lines)
-                if tail is None:
-                    return kept
-                if lines is None or len(kept) >= tail or seen < lines:  # enough, or the whole log read
-                    return kept[-tail:] if tail else []
-                lines *= 4
+            if tail is None or server_tail is None:
+                kept, _ = _read(kube, namespace, t, None, since_seconds(flt.since), previous, flt.until, shown)
+            else:
+                kept = _last_shown(kube, namespace, t, tail, shown, since_seconds(flt.since), previous)
+            return kept if tail is None else kept[-tail:] if tail else []
         except ApiError as exc:
             if exc.status in (400, 404) and missing is not None:
                 missing(t, exc)
@@ -186,10 +251,12 @@ def read_logs(
 __all__ = [
     "STREAMS_MERGED",
     "LogTarget",
+    "TailStart",
     "close_response",
     "iter_stream",
     "parse_line",
     "read_logs",
     "since_seconds",
+    "tail_start",
     "targets_of",
 ]
