@@ -28,7 +28,9 @@ from tests.support.helpers import (
     running_sleepers,
     signal_supervisor,
     status_of,
+    wait_for,
     wait_gone,
+    wait_phase,
     write,
 )
 
@@ -142,3 +144,33 @@ def test_a_reader_never_sees_a_replica_running_under_a_pending_job(
     mixed = [(phase, replicas) for phase, replicas in seen
              if phase is JobPhase.PENDING and ReplicaPhase.RUNNING in replicas]
     assert not mixed, f"replicas Running under a Pending job: {mixed[0]}"
+
+
+def test_a_supervisor_recording_itself_while_status_looks_is_not_taken_for_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A detached supervisor records itself in the store a moment after it starts, and `resume` (as `run --detach`)
+    looks at the job right then. Here the look's first read of the record comes just before the supervisor
+    records itself: the job goes on to succeed, not Failed (SupervisorLost) under a supervisor about to run it."""
+    gate = tmp_path / "gate"  # the replicas wait for it: their supervisor stays recorded while the test looks
+    write(tmp_path / "ok.py", f"import os, time\nwhile not os.path.exists({str(gate)!r}):\n    time.sleep(0.01)\n")
+    job = make_job(generic(["ok.py"], replicas=2, runMode="Pause"), "arriving").with_base_dir(tmp_path)
+    with LocalBackend() as backend, JobStore(backend.store.db_path) as other:
+        job_id = backend.run(job).job_id
+        read = backend.store.supervisor_process
+        first: list[object] = []
+
+        def read_then_supervisor_arrives(jid: str) -> tuple[int, int | None] | None:
+            record = read(jid)
+            if not first:
+                first.append(record)
+                wait_for("the supervisor to record itself", lambda: other.supervisor_process(jid))
+            return record
+
+        monkeypatch.setattr(backend.store, "supervisor_process", read_then_supervisor_arrives)
+        resumed = backend.resume(job_id)
+        assert first == [None]  # the look read the record before the supervisor had recorded itself
+        assert resumed.phase in (JobPhase.PENDING, JobPhase.RUNNING), resumed.message
+        gate.touch()
+    status = wait_phase(job_id, JobPhase.SUCCEEDED, JobPhase.FAILED)
+    assert status.phase is JobPhase.SUCCEEDED, (status.reason, status.message)

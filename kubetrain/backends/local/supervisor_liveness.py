@@ -42,10 +42,14 @@ def supervisor_lost(store: JobStore, job_id: str, status: JobStatus) -> bool:
     killed now); record it as Failed with the reason, rather than Running forever. It ended when the
     supervisor last gave a sign of life (its heartbeat), not now. A Pending job whose creator ended
     before any supervisor took it over is Failed too (NotStarted)."""
-    if status.phase not in (JobPhase.RUNNING, JobPhase.PENDING) or store.supervisor_alive(job_id):
+    if status.phase not in (JobPhase.RUNNING, JobPhase.PENDING):
+        return False
+    # The record is read once: a detached supervisor records itself a moment after it starts, and one read
+    # that found no record followed by another that found it (not alive by the first) took it for dead.
+    recorded = store.supervisor_process(job_id)
+    if recorded is not None and pid_alive(*recorded):
         return False
     state = read_state(state_path(store, job_id))
-    recorded = store.supervisor_process(job_id)
     if status.phase is JobPhase.PENDING and recorded is None:
         # Not started yet: a detached supervisor on its way, or the process that created the job about to
         # start it. Only when that process is gone will nobody start it.
