@@ -28,7 +28,7 @@ from tests.support.helpers import (
     running_sleepers,
     signal_supervisor,
     status_of,
-    wait_for,
+    supervisor_arrives_after_first_look,
     wait_gone,
     wait_phase,
     write,
@@ -155,20 +155,10 @@ def test_a_supervisor_recording_itself_while_status_looks_is_not_taken_for_lost(
     gate = tmp_path / "gate"  # the replicas wait for it: their supervisor stays recorded while the test looks
     write(tmp_path / "ok.py", f"import os, time\nwhile not os.path.exists({str(gate)!r}):\n    time.sleep(0.01)\n")
     job = make_job(generic(["ok.py"], replicas=2, runMode="Pause"), "arriving").with_base_dir(tmp_path)
-    with LocalBackend() as backend, JobStore(backend.store.db_path) as other:
+    with LocalBackend() as backend:
         job_id = backend.run(job).job_id
-        read = backend.store.supervisor_process
-        first: list[object] = []
-
-        def read_then_supervisor_arrives(jid: str) -> tuple[int, int | None] | None:
-            record = read(jid)
-            if not first:
-                first.append(record)
-                wait_for("the supervisor to record itself", lambda: other.supervisor_process(jid))
-            return record
-
-        monkeypatch.setattr(backend.store, "supervisor_process", read_then_supervisor_arrives)
-        resumed = backend.resume(job_id)
+        with supervisor_arrives_after_first_look(monkeypatch, backend) as first:
+            resumed = backend.resume(job_id)
         assert first == [None]  # the look read the record before the supervisor had recorded itself
         assert resumed.phase in (JobPhase.PENDING, JobPhase.RUNNING), resumed.message
         gate.touch()

@@ -182,6 +182,32 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60.0, in
         time.sleep(interval)
 
 
+@contextmanager
+def supervisor_arrives_after_first_look(
+    monkeypatch: pytest.MonkeyPatch, backend: LocalBackend
+) -> Iterator[list[object]]:
+    """A detached supervisor records itself in the store a moment after it starts, and `resume` and `run --detach`
+    look at the job right then. Inside this block the first read of a job's supervisor record through `backend`
+    waits, before it answers, until the supervisor has recorded itself: that look's answer is then out of date
+    (None) as soon as it is given. Yields the records that first read gave (one, once it happened)."""
+    from kubetrain.backends.local.store import JobStore
+
+    read = backend.store.supervisor_process
+    first: list[object] = []
+
+    def read_then_supervisor_arrives(job_id: str) -> tuple[int, int | None] | None:
+        record = read(job_id)
+        if not first:
+            first.append(record)
+            with JobStore(backend.store.db_path) as other:
+                wait_for("the supervisor to record itself", lambda: other.supervisor_process(job_id))
+        return record
+
+    with monkeypatch.context() as patch:
+        patch.setattr(backend.store, "supervisor_process", read_then_supervisor_arrives)
+        yield first
+
+
 def alive(pid: int) -> bool:
     """True while `pid` runs; a zombie (dead, not yet reaped by its parent) counts as gone."""
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -24,7 +25,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 from kubetrain.backends.local.backend import LocalBackend
 from kubetrain.status import JobPhase
 from kubetrain.ui.server import Background
-from tests.support.helpers import exec_job, no_process_left_behind, wait_phase  # noqa: F401 (an autouse fixture)
+from tests.support.helpers import (  # noqa: F401 (no_process_left_behind: an autouse fixture)
+    exec_job,
+    no_process_left_behind,
+    supervisor_arrives_after_first_look,
+    wait_phase,
+)
 from tests.ui.browsing import WAIT, text, until
 from tests.ui.helpers import TOKEN, Events, gated_job, release
 
@@ -181,6 +187,29 @@ def test_a_page_follows_its_server_again_after_a_restart_with_the_same_token(bro
             until(browser, "the log since the restart", lambda d: "replica 1 step 9" in text(d, "#log"))
             until(browser, "live again", lambda d: d.find_element(By.ID, "live").get_attribute("class") == "live on")
             assert not browser.find_element(By.ID, "notice").is_displayed()
+    finally:
+        release(job)
+        local.close()
+
+
+def test_a_resumed_job_s_page_follows_it_when_its_supervisor_records_itself_as_resume_looks(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`resume` looks at the job as its new supervisor records itself. A look that read no record, then the record
+    of a supervisor it had not checked, took it for dead: the job was recorded Failed (SupervisorLost) while its
+    supervisor ran it, and the page stopped following its log (an ended job's log grows no more)."""
+    local = LocalBackend()
+    job = gated_job(local, tmp_path, gates=2)
+    try:
+        with supervisor_arrives_after_first_look(monkeypatch, local) as first:
+            local.resume(job.job_id)
+        assert first == [None]
+        with Background([local], token=TOKEN) as bg:
+            browser.get(bg.address(f"/jobs/local/{job.job_id}"))
+            until(browser, "the log", lambda d: "replica 1 step 4" in text(d, "#log"))
+            job.open_gate(0)
+            until(browser, "the log that follows", lambda d: "replica 1 step 9" in text(d, "#log"))
+            assert text(browser, "#phase") == "Running"
     finally:
         release(job)
         local.close()
