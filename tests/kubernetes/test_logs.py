@@ -218,8 +218,8 @@ def test_follow_ends_after_a_grace_when_hosting_pods_never_end(emulated: Cluster
     assert emulated.controllers is not None
     emulated.controllers.conclude("job", "host", "Succeeded")  # the pods run on (an sshd, a parameter server)
     start = time.monotonic()
-    assert done.wait(5)
-    assert 0.5 < time.monotonic() - start < 3  # log_grace is 1 s in these tests
+    assert done.wait(60)  # it ends (a follow that waited for the pods would never)
+    assert time.monotonic() - start > 0.5  # after its grace (1 s in these tests), not at once
 
 
 def test_lines_are_read_from_the_raw_stream() -> None:

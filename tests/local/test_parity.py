@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -441,7 +440,6 @@ def test_a_job_asking_for_nothing_special_gets_no_warning_and_discovers_no_gpu(t
     def never() -> GpuInventory:
         raise AssertionError("GPUs looked up for a job that asks for none")
 
-    start = time.monotonic()
     with LocalBackend(gpus=never) as backend:
         result = backend.run(make_job(generic(["t.py"], 2)).with_base_dir(tmp_path), dry_run="client")
-    assert result.warnings == [] and time.monotonic() - start < 5
+    assert result.warnings == []
