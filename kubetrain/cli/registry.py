@@ -15,15 +15,18 @@ class Command(NamedTuple):
     module: str
     """`kubetrain.cli.commands.<module>`: defines `add_arguments(parser)` and `run(args) -> int`."""
     summary: str
+    brief: bool = False
+    """Answers once and ends (`status`, `describe`, `list`): its objects are all alive until it ends, so the cyclic
+    garbage collector is paused while it runs (`cli.main.collector_paused`)."""
 
 
 COMMANDS: dict[str, Command] = {
     # running
     "run": Command("run", "Run a job (from a file, or from a command after --); attached by default."),
     # job management, on every backend
-    "list": Command("list_jobs", "List jobs (newest first)."),
-    "status": Command("status", "Show a job's phase and replicas (a one-glance failure reason)."),
-    "describe": Command("describe", "Show everything about a job: replicas, counts, conditions, failure."),
+    "list": Command("list_jobs", "List jobs (newest first).", brief=True),
+    "status": Command("status", "Show a job's phase and replicas (a one-glance failure reason).", brief=True),
+    "describe": Command("describe", "Show everything about a job: replicas, counts, conditions, failure.", brief=True),
     "logs": Command("logs", "Print a job's output, merged across replicas with their prefixes."),
     "cancel": Command("cancel", "Cancel jobs: stop their replicas (SIGTERM, grace period, SIGKILL)."),
     "delete": Command("delete", "Delete jobs and their logs (cancels them first if running)."),
