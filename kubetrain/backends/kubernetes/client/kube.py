@@ -13,7 +13,7 @@ from .verbs import Verbs
 
 
 class Kube(Verbs, Streams, Discovery):
-    """Requests to one cluster, objects as dicts. Thread-safe (urllib3's pool is).
+    """Requests to one cluster, objects as dicts. Thread-safe (both transports' pools are).
 
     ``known``: kinds whose place in the API is known without discovery (beyond the core ones), e.g. the
     flavors' workloads.

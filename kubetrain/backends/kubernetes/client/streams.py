@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import ApiError, ConnectionLost
+from .light import connection_faults
 from .resources import PODS, Resource
 from .transport import JSON, Transport, query
 
@@ -62,8 +63,6 @@ class Streams(Transport):
         out); ``stopped`` tells whether it was (checked around the request, which cannot be interrupted before
         the response has begun).
         """
-        import urllib3
-
         handle = WatchHandle()
         if stopper is not None:
             stopper(handle)
@@ -90,7 +89,7 @@ class Streams(Transport):
                     break
         except ApiError:
             raise
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:  # a dropped stream, a torn line
+        except connection_faults(ValueError) as exc:  # a dropped stream, a torn line
             raise ConnectionLost(exc) from exc
         finally:
             resp.close()  # not released to the pool: the stream may still be being sent
@@ -109,7 +108,7 @@ class Streams(Transport):
         since_time: str | None = None,
         timestamps: bool = True,
     ) -> Any:
-        """The log as a streamed urllib3 response (read it yourself: some client versions mangle
+        """The log as a streamed response (urllib3's methods; read it yourself: some client versions mangle
         plain-text log bodies when they decode them)."""
         params = query(container=container, follow=follow or None, previous=previous or None,
                        tailLines=tail_lines, sinceSeconds=since_seconds, sinceTime=since_time,

@@ -1,6 +1,8 @@
-"""One request to the API server, through :class:`.light.LightClient` (urllib3 alone, for the kubeconfigs
-kubetrain reads itself) or the official client's ``ApiClient`` (its authentication, TLS and proxy handling, for
-the rest), with the bytes read here (the body not preloaded), and retried here when idempotent.
+"""One request to the API server, through :class:`.light.LightClient` (the standard library's ``http.client``, for
+the kubeconfigs kubetrain reads itself) or the official client's ``ApiClient`` (its authentication, TLS and proxy
+handling through urllib3, for the rest), with the bytes read here (the body not preloaded), and retried here when
+idempotent. Both hand back a response with urllib3's reading methods (``read``, ``stream``, ``close``,
+``release_conn``); a connection fault is any of :func:`.light.connection_faults`.
 
 Every object is a plain dict (as rendered, as the API server sends it), core kinds and custom resources
 alike, so one code path serves Jobs, Pods, JobSets, Volcano Jobs and Kubeflow jobs. Only idempotent verbs
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import ApiError, ConnectionLost
+from .light import connection_faults
 from .retry import RetryPolicy
 
 JSON = dict[str, Any]
@@ -44,7 +47,7 @@ def server_of(api_client: Any) -> str:
 
 
 class Transport:
-    """Requests to one cluster. Thread-safe (urllib3's pool is)."""
+    """Requests to one cluster. Thread-safe (both transports' pools are)."""
 
     def __init__(self, api_client: Any, retry: RetryPolicy | None = None, timeout: float = 30.0) -> None:
         self.api_client = api_client
@@ -73,9 +76,7 @@ class Transport:
         stream: bool = False,
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
-        """One attempt. Returns the urllib3 response (``stream``) or the body's bytes; raises ApiError."""
-        import urllib3
-
+        """One attempt. Returns the response (``stream``) or the body's bytes; raises ApiError."""
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
@@ -91,12 +92,12 @@ class Transport:
                 )
                 raw = self.api_client.call_api(m, url, hdrs, data, post,
                                                _request_timeout=timeout or self.timeout).response
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except connection_faults() as exc:
             raise ConnectionLost(exc) from exc
         if not 200 <= raw.status <= 299:
             try:
                 payload = raw.read()
-            except (urllib3.exceptions.HTTPError, OSError):
+            except connection_faults():
                 payload = b""
                 raw.close()  # a half-read connection must not go back to the pool
             finally:
@@ -106,7 +107,7 @@ class Transport:
             return raw
         try:
             return raw.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except connection_faults() as exc:
             raw.close()  # a half-read connection must not go back to the pool
             raise ConnectionLost(exc) from exc
         finally:
