@@ -124,13 +124,26 @@ class Transport:
         retry: bool | None = None,
     ) -> JSON:
         """A JSON request; idempotent verbs (all but POST) are retried on transient errors."""
+        data = self.fetch(method, path, query, body, content_type, retry=retry)
+        return json.loads(data) if data else {}
+
+    def fetch(
+        self,
+        method: str,
+        path: str,
+        query: Query = (),
+        body: Any = None,
+        content_type: str | None = None,
+        *,
+        retry: bool | None = None,
+    ) -> bytes:
+        """The answer's body, not decoded; retried as :meth:`request` is."""
         if retry is None:
             retry = method != "POST"
         attempt = 0
         while True:
             try:
-                data = self._send(method, path, query, body, content_type)
-                return json.loads(data) if data else {}
+                return bytes(self._send(method, path, query, body, content_type))
             except ApiError as exc:
                 if not (retry and exc.transient) or attempt + 1 >= self.retry.attempts:
                     raise

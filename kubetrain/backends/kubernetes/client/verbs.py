@@ -2,11 +2,59 @@
 
 from __future__ import annotations
 
+import json
+import re
+import threading
 from collections.abc import Callable
 
 from .errors import ApiError
 from .resources import Resource
 from .transport import JSON, Transport, query
+
+#: Objects per page of a list, as kubectl asks.
+PAGE = 500
+
+#: A list's ``metadata.continue``, read before its items: the API server writes ``metadata`` first.
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"\\]+)"')
+
+
+def continue_ahead(page: bytes) -> str | None:
+    """The next page's token as the page's head says it, before the page is decoded (None when it has none, or
+    its head is not in the API server's order: the page is then decoded first, as before)."""
+    items = page.find(b'"items"', 0, 4096)
+    if items < 0:
+        return None
+    found = _CONTINUE.search(page, 0, items)
+    return found.group(1).decode("ascii") if found else None
+
+
+class _PageAhead:
+    """The next page of a list, fetched on a thread while this one is decoded and read: the server's time to
+    answer it overlaps ours (10 ms a page of 500 pods; 20 pages at 10,000 replicas)."""
+
+    def __init__(self, fetch: Callable[[str], bytes], token: str) -> None:
+        self.token = token
+        self._fetch = fetch
+        self._page: bytes | None = None
+        self._error: BaseException | None = None
+        self._sent = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="list-page", daemon=True)
+        self._thread.start()
+        self._sent.wait()  # its request goes out now, not once this thread has decoded a page (holding the GIL)
+
+    def _run(self) -> None:
+        self._sent.set()
+        try:
+            self._page = self._fetch(self.token)
+        except BaseException as exc:  # raised where the page is taken
+            self._error = exc
+
+    def page(self) -> bytes:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._page is not None
+        return self._page
 
 
 class Verbs(Transport):
@@ -67,15 +115,20 @@ class Verbs(Transport):
         keep: Callable[[JSON], JSON] | None = None,
     ) -> tuple[list[JSON], str]:
         """(items, the list's resourceVersion), every page. ``keep``: what of each item is kept, page by page (a
-        list of 10,000 whole pods is never held at once)."""
+        list of 10,000 whole pods is never held at once). The next page is asked for while this one is read."""
         items: list[JSON] = []
-        token: str | None = None
+        path = res.path(namespace)
+
+        def fetch(token: str | None) -> bytes:
+            return self.fetch("GET", path, query(labelSelector=label_selector, fieldSelector=field_selector,
+                                                 limit=PAGE, **{"continue": token}))
+
+        raw = fetch(None)
         while True:
-            out = self.request(
-                "GET",
-                res.path(namespace),
-                query(labelSelector=label_selector, fieldSelector=field_selector, limit=500, **{"continue": token}),
-            )
+            ahead_token = continue_ahead(raw)
+            ahead = _PageAhead(fetch, ahead_token) if ahead_token else None
+            out = json.loads(raw) if raw else {}
+            del raw
             for item in out.get("items") or []:
                 # Items of built-in lists carry no apiVersion/kind.
                 item.setdefault("apiVersion", res.api_version)
@@ -83,8 +136,10 @@ class Verbs(Transport):
                 items.append(keep(item) if keep is not None else item)
             meta = out.get("metadata") or {}
             token = meta.get("continue")
+            del out
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
+            raw = ahead.page() if ahead is not None and ahead.token == token else fetch(token)
 
 
 __all__ = ["Verbs"]
