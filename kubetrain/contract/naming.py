@@ -16,7 +16,6 @@ render builds object names, and the in-replica resolver computes the job label, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 
@@ -101,7 +100,9 @@ def is_label_value(s: str) -> bool:
 
 def _digest(text: str) -> str:
     # surrogatepass: text decoded from odd bytes (e.g. os.fsdecode) may hold lone surrogates;
-    # they must hash, not raise.
+    # they must hash, not raise. hashlib on use: loading OpenSSL's is ~3 ms of every verb, most names need no digest.
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LEN]
 
 

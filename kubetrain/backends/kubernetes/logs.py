@@ -14,7 +14,6 @@ import heapq
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +241,8 @@ def read_logs(
                 missing(t, exc)
                 return []
             raise
+
+    from concurrent.futures import ThreadPoolExecutor  # on use: ~3 ms (and logging) status and describe need not pay
 
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(targets)))) as pool:
         results = list(pool.map(one, targets))
