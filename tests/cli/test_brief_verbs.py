@@ -94,9 +94,10 @@ def test_a_brief_verb_that_fails_gives_the_collector_back(
 
 
 #: Modules the brief verbs leave unloaded on a token kubeconfig: each cost 3–25 ms of every start, for nothing they
-#: use (urllib3: the light transport is on http.client; hashlib: only long names are digested; concurrent.futures:
-#: only reading several replicas' logs; the official client and pydantic: not needed to read a job).
-NOT_LOADED = ("urllib3", "kubernetes", "pydantic", "hashlib", "concurrent.futures")
+#: use (urllib3: the light transport is on http.client; yaml: a kubeconfig in block YAML is read without it;
+#: hashlib: only long names are digested; concurrent.futures: only reading several replicas' logs; the official
+#: client and pydantic: not needed to read a job).
+NOT_LOADED = ("urllib3", "yaml", "kubernetes", "pydantic", "hashlib", "concurrent.futures")
 
 
 def test_the_brief_verbs_import_only_what_they_use(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import block_yaml
+
 #: User keys served here; any other (exec, auth-provider, username, password, as, ...) goes to the official client.
 SERVED_USER_KEYS = frozenset(
     {"token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data",
@@ -51,9 +53,12 @@ class Target:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    data = block_yaml.load(text)  # the block YAML kubeconfigs are written in, without importing PyYAML
+    if data is not None:
+        return data if isinstance(data, dict) else {}
     import yaml  # on use: the flavor modules import this package and must stay light (tests/kubernetes/test_flavors.py)
 
-    text = path.read_text()
     # libyaml's safe loader where PyYAML was built with it: a kubeconfig of many clusters parses in a fraction.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     data = yaml.load(text, Loader=loader) if text.strip() else {}  # a safe loader, C or Python
