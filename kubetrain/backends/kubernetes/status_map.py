@@ -313,10 +313,10 @@ def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo], cac
     current: dict[tuple[str, int], JSON] = {}
     earlier: dict[tuple[str, int], list[JSON]] = {}
     for key, group in groups.items():
-        group.sort(key=_pod_sort_key)
-        current[key] = group[-1]
-        if len(group) > 1:
+        if len(group) > 1:  # a sort of one still works out its key: two time parses a pod, a fifth of a status
+            group.sort(key=_pod_sort_key)
             earlier[key] = group[:-1]
+        current[key] = group[-1]
     return PodIndex(current, earlier)
 
 
