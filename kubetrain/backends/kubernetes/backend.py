@@ -261,8 +261,7 @@ class KubernetesBackend(Cluster):
         return self.status_in(job_id, None)
 
     def describe(self, job_id: str) -> Description:
-        loc = self._locate(job_id, None)
-        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
+        loc, pods = self._locate_with_pods(job_id, None)
         grouped = group_pods(pods, roles_of(loc.flavor, loc.workloads))  # once: 1,000 pods grouped once
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor,
                             grouped=grouped)

@@ -27,7 +27,7 @@ from .diagnose import Diagnosis, diagnose, untouched_for
 from .flavors import FLAVORS, WRITTEN, Controller, Flavor, workload_resources
 from .liveness import Liveness, LivenessCache
 from .liveness import check as check_liveness
-from .lookup import Located, PodScope, job_pods, locate
+from .lookup import Located, PodScope, job_pods, locate, locate_with_pods
 from .options import KubernetesOptions
 from .status_map import PodIndex, job_status, meta
 from .watch import JobWatch
@@ -102,9 +102,12 @@ class Cluster:
     def _locate(self, name: str, namespace: str | None) -> Located:
         return locate(self.kube, self.capabilities(), name, self._ns(namespace))
 
+    def _locate_with_pods(self, name: str, namespace: str | None) -> tuple[Located, list[Any]]:
+        """The job and its pods (listed while the job is looked up, when its label finds them)."""
+        return locate_with_pods(self.kube, self.capabilities(), name, self._ns(namespace))
+
     def status_in(self, name: str, namespace: str | None, *, explain: bool = True) -> JobStatus:
-        loc = self._locate(name, namespace)
-        pods = job_pods(self.kube, loc.name, loc.namespace, loc.pods)
+        loc, pods = self._locate_with_pods(name, namespace)
         status = job_status(loc.workloads, pods, job_id=loc.name, namespace=loc.namespace, flavor=loc.flavor)
         if explain:
             status = self.explain(status, loc.workloads, pods, flavor=loc.flavor)

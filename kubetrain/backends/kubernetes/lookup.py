@@ -7,6 +7,7 @@ the likeliest first (:func:`~.flavors.lookup_order`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,6 +126,41 @@ def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located
     raise job_not_found(name, namespace)
 
 
+class _PodsAhead:
+    """The pods carrying a job's label, listed on a thread while the job's workload is looked up."""
+
+    def __init__(self, kube: Kube, namespace: str, selector: str) -> None:
+        self.selector = selector
+        self._pods: list[JSON] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(kube, namespace), name="pods-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, kube: Kube, namespace: str) -> None:
+        try:
+            self._pods, _ = kube.list(PODS, namespace, label_selector=self.selector)
+        except BaseException as exc:  # raised where the pods are taken
+            self._error = exc
+
+    def pods(self) -> list[JSON]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._pods
+
+
+def locate_with_pods(kube: Kube, caps: Capabilities, name: str, namespace: str) -> tuple[Located, list[JSON]]:
+    """The job and its pods. A rendered job's pods carry its job label: they are listed while its workload is
+    looked up (on a cluster far away, the lookup's round trips are hidden behind the list's); a document submitted
+    as written, whose pods carry its controller's labels, has them listed once its root is known."""
+    ahead = _PodsAhead(kube, namespace, f"{JOB_LABEL}={label_value(name)}")
+    loc = locate(kube, caps, name, namespace)
+    scope = loc.pods
+    if scope.selector == ahead.selector and scope.owner_uid is None and loc.namespace == namespace:
+        return loc, ahead.pods()
+    return loc, job_pods(kube, loc.name, loc.namespace, scope)
+
+
 def job_pods(kube: Kube, name: str, namespace: str | None, scope: PodScope | None = None) -> list[JSON]:
     """The job's pods: by kubetrain's job label, or where ``scope`` says (a document submitted as written)."""
     scope = scope or PodScope(f"{JOB_LABEL}={label_value(name)}")
@@ -163,5 +199,5 @@ def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None, *,
     return out
 
 
-__all__ = ["JobNotFound", "Located", "PodScope", "job_pods", "list_jobs", "locate", "ordered", "pod_scope",
-           "workload_kinds"]
+__all__ = ["JobNotFound", "Located", "PodScope", "job_pods", "list_jobs", "locate", "locate_with_pods", "ordered",
+           "pod_scope", "workload_kinds"]
