@@ -1,5 +1,6 @@
 """`status` and `describe` list a rendered job's pods (by its job label) while they look its workload up, and find
-a document submitted as written's pods (its controller's labels) once its root is known, as before."""
+a document submitted as written's pods (its controller's labels) once its root is known, as before; `list` lists
+kubetrain's pods while it lists the workloads."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from kubetrain.backends.kubernetes.capabilities import detect
 from kubetrain.backends.kubernetes.client.config import connect
 from kubetrain.backends.kubernetes.client.kube import Kube
 from kubetrain.backends.kubernetes.client.resources import PODS, Resource
-from kubetrain.backends.kubernetes.lookup import locate_with_pods
+from kubetrain.backends.kubernetes.lookup import list_jobs, locate_with_pods
 from kubetrain.cli.main import main
 from kubetrain.contract.errors import JobNotFound
 from kubetrain.contract.labels import JOB_LABEL, ROLE_LABEL
@@ -75,6 +76,15 @@ def test_a_rendered_jobs_pods_are_listed_while_its_workload_is_looked_up(
     assert loc.name == "ahead" and loc.flavor.name == "job"
     assert sorted(p["metadata"]["labels"][JOB_LABEL] for p in pods) == ["ahead"] * 3
     assert pod_lists(kube_emulator) == kube.before + 1  # listed once, not again after the lookup
+
+
+def test_list_lists_the_pods_while_it_lists_the_workloads(
+        submitted: Kube, kube_emulator: KubeEmulator, kube_config_file: Path) -> None:
+    kube = LookingKube(kube_emulator, connect(kube_config_file).api_client, FAST_RETRY)
+    [job] = list_jobs(kube, detect(kube), "default")
+    assert kube.pods_seen_first == [True]
+    assert job.job_id == "ahead" and len(job.replicas) == 3
+    assert pod_lists(kube_emulator) == kube.before + 1
 
 
 def test_status_and_describe_show_the_pods_listed_ahead(

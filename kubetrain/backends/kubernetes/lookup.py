@@ -127,16 +127,16 @@ def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located
 
 
 class _PodsAhead:
-    """The pods carrying a job's label, listed on a thread while the job's workload is looked up."""
+    """Pods by a label, listed on a thread while workloads are looked up or listed."""
 
-    def __init__(self, kube: Kube, namespace: str, selector: str) -> None:
+    def __init__(self, kube: Kube, namespace: str | None, selector: str) -> None:
         self.selector = selector
         self._pods: list[JSON] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(kube, namespace), name="pods-ahead", daemon=True)
         self._thread.start()
 
-    def _run(self, kube: Kube, namespace: str) -> None:
+    def _run(self, kube: Kube, namespace: str | None) -> None:
         try:
             self._pods, _ = kube.list(PODS, namespace, label_selector=self.selector)
         except BaseException as exc:  # raised where the pods are taken
@@ -172,12 +172,12 @@ def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None, *,
               untouched_after: float | None = None) -> list[JobStatus]:
     """Every kubetrain job in ``namespace`` (None: every namespace), newest first, Pending causes the pods
     show included: one list per served workload kind + one of pods."""
-    selector = f"{MANAGED_BY}={MANAGER}"
+    ahead = _PodsAhead(kube, namespace, f"{MANAGED_BY}={MANAGER}")  # kubetrain's pods, while the workloads are listed
     workloads: list[JSON] = []
     for res in workload_kinds(kube, caps):
         items, _ = kube.list(res, namespace, label_selector=JOB_LABEL)  # rendered, or as written: both labelled
         workloads += items
-    pods, _ = kube.list(PODS, namespace, label_selector=selector)
+    pods = ahead.pods()
     pods_by: dict[tuple[str, str], list[JSON]] = {}
     for pod in pods:
         pods_by.setdefault((meta(pod).get("namespace", ""), labels(pod).get(JOB_LABEL, "")), []).append(pod)
