@@ -21,7 +21,6 @@ import json
 import os
 import select
 import sys
-import tempfile
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -85,6 +84,8 @@ def ssl_context(target: Target) -> ssl.SSLContext:
     else:
         ctx = ssl.create_default_context()
     if target.client_cert and target.client_key:
+        import tempfile  # on use: most kubeconfigs name a token
+
         # Inline keys go through a private temporary directory, removed as soon as they are loaded.
         with tempfile.TemporaryDirectory(prefix="kubetrain-tls-") as tmp:
             ctx.load_cert_chain(_pem_file(target.client_cert, tmp, "cert.pem"),
