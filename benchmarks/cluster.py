@@ -350,7 +350,7 @@ def _tracing_env(tmp: Path, to: Path | None) -> dict[str, str]:
     return {"PYTHONPATH": path, "KUBETRAIN_BENCH_TRACE_TO": str(to or "")}
 
 
-VERB_REPEATS = 3
+VERB_REPEATS = 9
 """Each command is timed this many times, interleaved with the others (the median is kept): a load spike on a
 shared machine then lands on one sample of each rather than on every sample of one."""
 
