@@ -255,3 +255,32 @@ def test_essentials_keep_the_conditions_kubetrain_reads_and_hold_what_pods_share
     assert a["status"] is b["status"] and a["spec"] is b["spec"]
     assert c["status"] is not a["status"] and c["status"] != a["status"]
     assert a["metadata"]["name"] == "ev-worker-0" and b["metadata"]["name"] == "ev-worker-1"
+
+
+def test_a_kept_pod_weighs_little_beyond_its_own_name_uid_and_version(emulated: Cluster) -> None:
+    """What a follower holds per replica is what decides its memory at 10,000 replicas: the pods of a running job,
+    kept, weigh (beyond the strings only each pod has, read from the API) a few hundred bytes each."""
+    import gc
+    import json
+    import tracemalloc
+
+    emu = emulated.emu
+    assert emu is not None
+    replicas = 400
+    emulated.backend().submit(from_dict(job_doc("weigh", replicas=replicas)), flavor="job")
+    for pod in controllers(emu, NS).create_pods("job", "weigh").values():
+        emu.set_pod_phase(NS, pod, "Running")
+    # As read from the API: every pod its own strings (the emulator's are shared with its store).
+    whole = [json.loads(json.dumps(p)) for p in emu.objects("pods", NS)]
+    pod_essentials(whole[0])  # what every kept pod shares (its status, its spec) is made before the count
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = [pod_essentials(p) for p in whole]
+        gc.collect()
+        weight = tracemalloc.get_traced_memory()[0] / replicas
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == replicas and kept[1] == pod_essentials(whole[1])
+    assert json.loads(json.dumps(kept[1])) == kept[1]  # an ordinary dict to every reader
+    assert weight < 700, f"a kept pod weighs {weight:.0f} bytes"
