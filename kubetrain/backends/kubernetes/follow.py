@@ -198,7 +198,8 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
     report = on_status or (lambda status: None)
     seen = 0
     last_phase: JobPhase | None = None
-    replica_phases: dict[str, ReplicaPhase] = {}
+    # Each replica's phase at the last look, by role and index (10,000 names as keys would weigh 1 MB).
+    replica_phases: dict[str, list[ReplicaPhase | None]] = {}
     said: set[str] = set()
     # Causes that cost requests (events, Kueue, PodGroups) are looked up once replicas have been Pending for
     # a while, then every `diagnose_every` seconds; what the pods show is reported at once, for free.
@@ -219,13 +220,16 @@ def _follow_loop(backend: Cluster, jw: JobWatch, state: JobState, name: str, say
         if status.phase.is_terminal:
             status = settle(jw, state, status)
         for r in status.replicas:
-            before = replica_phases.get(r.name)
+            phases = replica_phases.setdefault(r.role, [])
+            if r.index >= len(phases):
+                phases.extend([None] * (r.index + 1 - len(phases)))
+            before = phases[r.index]
             if before is not r.phase and r.phase.is_terminal:
                 say(f"{r.name} {r.phase.value.lower()}"  # succeeded, failed, cancelled
                     + (f": {r.describe_exit()}" if r.phase is ReplicaPhase.FAILED and r.describe_exit() else ""))
             elif before is not None and before is not r.phase and r.phase is ReplicaPhase.RUNNING and r.restarts:
                 say(f"{r.name} restarted ({r.restarts} restart{'s' if r.restarts != 1 else ''})")
-            replica_phases[r.name] = r.phase
+            phases[r.index] = r.phase
         if status.phase is not last_phase:
             say(f"job {name} {status.phase.value}" + (f" ({status.reason})" if status.reason else ""))
             last_phase = status.phase
