@@ -136,6 +136,8 @@ class Verbs(Transport):
                 items.append(keep(item) if keep is not None else item)
             meta = out.get("metadata") or {}
             token = meta.get("continue")
+            # The page read is dropped before the next is taken: with ``keep``, one page of whole objects is held
+            # at a time, not two (a page of 500 pods is several MB once parsed).
             del out
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
