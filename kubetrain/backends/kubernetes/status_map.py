@@ -219,8 +219,9 @@ class PodCache:
         self._roles = roles
         #: pod name → (its resourceVersion, where it stands, the pod)
         self._placed: dict[str, tuple[str, _Placed, JSON]] = {}
-        #: replica → names of its pods (a tuple: almost always one, and 10,000 sets weigh 2 MB)
-        self._members: dict[tuple[str, int], tuple[str, ...]] = {}
+        #: replica → the name of its pod, or names of its pods (a tuple) when it has several: almost always one,
+        #: and 10,000 sets weigh 2 MB, 10,000 tuples of one 0.5 MB
+        self._members: dict[tuple[str, int], str | tuple[str, ...]] = {}
         self._index = PodIndex({}, {})
         #: replica → (its pod's name and resourceVersion, earlier failures, container, its status)
         self._replicas: dict[tuple[str, int], tuple[Any, Any, int, str | None, ReplicaStatus]] = {}
@@ -251,7 +252,8 @@ class PodCache:
                 self._leave(known[1], name)
             if where is not None:
                 touched.add(where)
-                self._members[where] = (*self._members.get(where, ()), name)
+                held = self._names(where)
+                self._members[where] = (*held, name) if held else name
         for name, (_, where, _) in before.items():  # pods gone since the last look
             if where is not None:
                 touched.add(where)
@@ -260,7 +262,7 @@ class PodCache:
         if touched:
             current, earlier = dict(self._index.current), dict(self._index.earlier)
             for key in touched:
-                members = [placed[n] for n in self._members.get(key, ())]
+                members = [placed[n] for n in self._names(key)]
                 if len(members) > 1:
                     members.sort(key=lambda p: _pod_sort_key(p[2]))
                 if members:
@@ -276,8 +278,13 @@ class PodCache:
             self._index = PodIndex(current, earlier)
         return self._index
 
+    def _names(self, key: tuple[str, int]) -> tuple[str, ...]:
+        held = self._members.get(key, ())
+        return (held,) if isinstance(held, str) else held
+
     def _leave(self, key: tuple[str, int], name: str) -> None:
-        self._members[key] = tuple(n for n in self._members.get(key, ()) if n != name)
+        left = tuple(n for n in self._names(key) if n != name)
+        self._members[key] = left[0] if len(left) == 1 else left
 
     def replica(self, role: str, index: int, pod: Mapping[str, Any], earlier_failures: int,
                 container: str | None) -> ReplicaStatus:
@@ -288,7 +295,12 @@ class PodCache:
         known = self._replicas.get(key)
         if known is not None and known[:4] == (*version, earlier_failures, container):
             return known[4]
-        replica = replica_from_pod(role, index, pod, earlier_failures, container)
+        # The key and index kept are the pod's place's (from `group`), not new ones: at 10,000 replicas a tuple
+        # and an int each are 0.8 MB.
+        placed = self._placed.get(version[0]) if isinstance(version[0], str) else None
+        if placed is not None and placed[1] is not None and placed[1] == key:
+            key = placed[1]
+        replica = replica_from_pod(role, key[1], pod, earlier_failures, container)
         if md.get("resourceVersion"):
             self._replicas[key] = (*version, earlier_failures, container, replica)
         return replica
