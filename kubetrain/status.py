@@ -190,9 +190,10 @@ def _known_fields(cls: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class ReplicaStatus:
-    """One replica: one process locally, one pod on Kubernetes."""
+    """One replica: one process locally, one pod on Kubernetes. (Slots: a follower of 10,000 replicas holds
+    10,000 of these; without a ``__dict__`` each is a third smaller.)"""
 
     role: str
     index: int
