@@ -113,15 +113,17 @@ class Verbs(Transport):
         label_selector: str | None = None,
         field_selector: str | None = None,
         keep: Callable[[JSON], JSON] | None = None,
+        page: int = PAGE,
     ) -> tuple[list[JSON], str]:
         """(items, the list's resourceVersion), every page. ``keep``: what of each item is kept, page by page (a
-        list of 10,000 whole pods is never held at once). The next page is asked for while this one is read."""
+        list of 10,000 whole pods is never held at once); ``page``: items a page (kubectl's 500). The next page is
+        asked for while this one is read."""
         items: list[JSON] = []
         path = res.path(namespace)
 
         def fetch(token: str | None) -> bytes:
             return self.fetch("GET", path, query(labelSelector=label_selector, fieldSelector=field_selector,
-                                                 limit=PAGE, **{"continue": token}))
+                                                 limit=page, **{"continue": token}))
 
         raw = fetch(None)
         while True:
