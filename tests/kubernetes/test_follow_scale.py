@@ -257,6 +257,18 @@ def test_essentials_keep_the_conditions_kubetrain_reads_and_hold_what_pods_share
     assert a["metadata"]["name"] == "ev-worker-0" and b["metadata"]["name"] == "ev-worker-1"
 
 
+def _made_by_essentials(snapshot: Any) -> int:
+    """Bytes alive that `pod_essentials` allocated (the emulator's threads allocate meanwhile: not counted), in
+    blocks of a pod's size: the table of interned strings grows by doubling (a block of MBs, now and then, shared
+    by every string interned: no pod's)."""
+    import tracemalloc
+
+    from kubetrain.backends.kubernetes import essentials
+
+    traces = snapshot.filter_traces([tracemalloc.Filter(True, essentials.__file__)]).traces
+    return sum(t.size for t in traces if t.size < 4096)
+
+
 def test_a_kept_pod_weighs_little_beyond_its_own_name_uid_and_version(emulated: Cluster) -> None:
     """What a follower holds per replica is what decides its memory at 10,000 replicas: the pods of a running job,
     kept, weigh (beyond the strings only each pod has, read from the API) a few hundred bytes each."""
@@ -278,9 +290,41 @@ def test_a_kept_pod_weighs_little_beyond_its_own_name_uid_and_version(emulated: 
     try:
         kept = [pod_essentials(p) for p in whole]
         gc.collect()
-        weight = tracemalloc.get_traced_memory()[0] / replicas
+        weight = _made_by_essentials(tracemalloc.take_snapshot()) / replicas
     finally:
         tracemalloc.stop()
     assert len(kept) == replicas and kept[1] == pod_essentials(whole[1])
     assert json.loads(json.dumps(kept[1])) == kept[1]  # an ordinary dict to every reader
     assert weight < 700, f"a kept pod weighs {weight:.0f} bytes"
+
+
+def test_a_new_version_of_a_kept_pod_shares_what_did_not_change_with_the_one_held(emulated: Cluster) -> None:
+    """Readers hold the version of each pod they last looked at until their next look: while a big job's pods
+    change, two versions of each are held, and the second costs little more than what changed."""
+    import gc
+    import json
+    import tracemalloc
+
+    emu = emulated.emu
+    assert emu is not None
+    replicas = 400
+    emulated.backend().submit(from_dict(job_doc("twice", replicas=replicas)), flavor="job")
+    pods = controllers(emu, NS).create_pods("job", "twice")
+    held = {p["metadata"]["name"]: pod_essentials(json.loads(json.dumps(p))) for p in emu.objects("pods", NS)}
+    for pod in pods.values():
+        emu.set_pod_phase(NS, pod, "Running")
+    # As read from the API: every pod its own strings (the emulator's are shared with its store).
+    changed = [json.loads(json.dumps(p)) for p in emu.objects("pods", NS)]
+    pod_essentials(changed[0])  # what every kept pod shares (its status, its spec) is made before the count
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = [pod_essentials(p, held[p["metadata"]["name"]]) for p in changed]
+        gc.collect()
+        weight = _made_by_essentials(tracemalloc.take_snapshot()) / replicas
+    finally:
+        tracemalloc.stop()
+    for new, whole in zip(kept, changed, strict=True):
+        assert new == pod_essentials(whole)  # the same as without the version before
+        assert new["status"]["phase"] == "Running" and held[new["metadata"]["name"]]["status"]["phase"] == "Pending"
+    assert weight < 350, f"a pod's second version weighs {weight:.0f} bytes"

@@ -25,18 +25,26 @@ _POD_STATUS = ("phase", "reason", "message", "startTime", "conditions")
 _CONTAINER_STATUS = ("name", "state", "lastState", "restartCount", "ready", "started")
 
 
-def pod_essentials(pod: Mapping[str, Any]) -> JSON:
+def pod_essentials(pod: Mapping[str, Any], like: Mapping[str, Any] | None = None) -> JSON:
     """The part of a pod that kubetrain's status, Pending diagnosis, describe and log streams read, and nothing
     else: a follower of 10,000 replicas keeps 10,000 of these, where a whole pod (its spec's containers with
     their env, volumes, tolerations, managedFields) is ten times the size. What is read from a pod is what this
-    keeps (tests compare every verb's answer from both)."""
+    keeps (tests compare every verb's answer from both).
+
+    ``like``: the pod's version kept before (this one's essentials), whose metadata this shares where it is
+    unchanged (its name, uid, labels, annotations, owner: all but its resourceVersion, almost always). Readers
+    hold the version they last looked at until their next look, so while thousands of pods change (a job
+    starting) two versions of each are held: the second then costs its own version and little else."""
     md = pod.get("metadata") or {}
+    before = (like.get("metadata") or {}) if like is not None else {}
     metadata: JSON = {}
     for key in _POD_METADATA:  # in the order the API writes them
         if key not in md:
             continue
         value = md[key]
-        if key in _OWN:
+        if key in before and key != "resourceVersion" and before[key] == value:
+            value = before[key]
+        elif key in _OWN:
             pass  # one pod's: nothing to share
         elif key in _SHAPES and isinstance(value, dict):
             value = _keys_shared(_SHAPES[key], {_key(k): _shared(v) for k, v in value.items()})

@@ -38,13 +38,13 @@ class Informer:
         on_change: Callable[[], None],
         *,
         timeout_seconds: int = 290,
-        keep: Callable[[JSON], JSON] | None = None,
+        keep: Callable[[JSON, JSON | None], JSON] | None = None,
         same: Callable[[JSON, JSON], bool] | None = None,
         page: int = 500,
     ) -> None:
         """``keep``: what of each object is kept (the rest is dropped as it arrives: a pod's essentials, not the
-        whole pod); ``same``: whether a new version of a kept object is no news (then readers are not woken);
-        ``page``: objects a page of a list."""
+        whole pod), given the version kept before (None for a new object); ``same``: whether a new version of a
+        kept object is no news (then readers are not woken); ``page``: objects a page of a list."""
         self.kube = kube
         self.res = res
         self.namespace = namespace
@@ -110,7 +110,7 @@ class Informer:
         old = self.objects.get(md.get("name", ""))  # this thread is the only writer: no lock to read
         if version and old is not None and (old.get("metadata") or {}).get("resourceVersion") == version:
             return old
-        return self._keep(item)
+        return self._keep(item, old)
 
     def _apply(self, event: JSON) -> None:
         kind = event.get("type")
@@ -126,7 +126,7 @@ class Informer:
         obj.setdefault("kind", self.res.kind)
         name = obj["metadata"]["name"]
         if self._keep is not None:
-            obj = self._keep(obj)
+            obj = self._keep(obj, self.objects.get(name))  # this thread is the only writer: no lock to read
         with self._lock:
             if kind == "DELETED":
                 self.objects.pop(name, None)
