@@ -106,6 +106,24 @@ def test_a_relist_after_410_keeps_the_pods_that_did_not_change_as_they_were_kept
     assert jw.pods.relists >= 1
     assert after[pods[0]] is before[pods[0]]  # unchanged: the object kept before, not a second copy
     assert after[pods[1]] is not before[pods[1]] and after[pods[1]]["status"]["phase"] == "Failed"
+    # ... and the changed one shares with its version before what did not change (one copy of its labels).
+    assert after[pods[1]]["metadata"]["labels"] is before[pods[1]]["metadata"]["labels"]
+
+
+def test_the_watch_lists_pods_a_small_page_at_a_time(emulated: Cluster) -> None:
+    """A page of whole pods is held while its pods are reduced to what kubetrain keeps: pages of 100, not
+    kubectl's 500 (several MB once parsed, more than the essentials of thousands of pods)."""
+    emu = emulated.emu
+    assert emu is not None
+    b = emulated.backend()
+    sub = b.submit(from_dict(job_doc("paged", replicas=250)), flavor="job")
+    emu.create_job_pods("default", "paged-worker")
+    emu.clear_requests()
+    with JobWatch(b.kube, "default", sub.name, JOBS) as jw:
+        assert jw.wait_synced(30)
+        assert len(jw.pods.snapshot()) == 250
+    pages = _lists(emu, "pods")
+    assert len(pages) == 3 and {r.query.get("limit") for r in pages} == {"100"}
 
 
 def test_a_job_that_ends_between_list_and_watch_is_not_missed(emulated: Cluster) -> None:
