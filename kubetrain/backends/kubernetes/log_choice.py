@@ -13,6 +13,7 @@ Pure: no request, no thread.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,9 +49,26 @@ class Choice:
 
     def update(self, replicas: Iterable[tuple[str, int]]) -> bool:
         """Take in the candidates known now (replicas appear as the job's objects and pods do): fill the free
-        places in rank order. True when a followed replica was added."""
-        everyone = ranked(replicas)
-        self.candidates = max(self.candidates, len(everyone))
+        places in rank order. True when a followed replica was added.
+
+        Bounded, only the first places are ranked (`heapq.nsmallest`): ranking all 10,000 replicas of a job
+        made a sort key for each, megabytes for a moment at the start of a big job, to keep five."""
+        order: dict[str, int] = {}
+        unique: dict[tuple[str, int], None] = {}
+        for ri in replicas:
+            order.setdefault(ri[0], len(order))
+            unique[ri] = None
+        self.candidates = max(self.candidates, len(unique))
+
+        def rank(ri: tuple[str, int]) -> tuple[int, int]:
+            return ri[1], order[ri[0]]
+
+        if self.limit is None:
+            everyone = sorted(unique, key=rank)
+        elif len(self.followed) >= self.limit:
+            return False
+        else:  # enough to fill the free places, whichever of them are followed already
+            everyone = heapq.nsmallest(self.limit, unique, key=rank)
         added = False
         for role, index in everyone:
             if self.limit is not None and len(self.followed) >= self.limit:

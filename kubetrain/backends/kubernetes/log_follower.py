@@ -15,6 +15,7 @@ Reading a log once, and the line format, are in :mod:`.logs`, below this module.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -269,8 +270,9 @@ class LogFollower:
         sizes = (len(replicas), len(grouped.current))
         if sizes != self._sizes:
             self._sizes = sizes
-            known = [(r.role, r.index) for r in replicas]
-            self._choice.update(ri for ri in [*known, *grouped.current] if self._selects(*ri))
+            # Streamed, not listed: 10,000 replicas' places at once were a megabyte for a moment.
+            every = itertools.chain(((r.role, r.index) for r in replicas), grouped.current)
+            self._choice.update(ri for ri in every if self._selects(*ri))
         if not self._noted and status is not None and self._choice.left_out and self._note is not None:
             self._noted = True
             self._note(self._choice.note(self._job))
