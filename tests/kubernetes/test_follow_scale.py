@@ -328,3 +328,37 @@ def test_a_new_version_of_a_kept_pod_shares_what_did_not_change_with_the_one_hel
         assert new == pod_essentials(whole)  # the same as without the version before
         assert new["status"]["phase"] == "Running" and held[new["metadata"]["name"]]["status"]["phase"] == "Pending"
     assert weight < 350, f"a pod's second version weighs {weight:.0f} bytes"
+
+
+def test_a_look_at_a_big_job_holds_little_per_replica(emulated: Cluster) -> None:
+    """What a look keeps for the next (each pod's place, each replica's status) is held for every replica of a
+    job: a few hundred bytes each, one tuple a pod."""
+    import gc
+    import tracemalloc
+
+    from kubetrain.backends.kubernetes import status_map
+
+    emu = emulated.emu
+    assert emu is not None
+    replicas = 2000
+    emulated.backend().submit(from_dict(job_doc("looked", replicas=replicas)), flavor="job")
+    for pod in controllers(emu, NS).create_pods("job", "looked").values():
+        emu.set_pod_phase(NS, pod, "Running")
+    workloads = ordered(emu.objects("jobs", NS, label_selector="kubetrain.dev/job=looked"))
+    flavor = flavor_of(workloads[0])
+    kept = [pod_essentials(p) for p in emu.objects("pods", NS)]
+    cache = PodCache()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        status = job_status(workloads, kept, job_id="looked", namespace=NS, flavor=flavor, cache=cache)
+        del status  # what the cache holds, not the answer
+        gc.collect()
+        mine = [tracemalloc.Filter(True, status_map.__file__), tracemalloc.Filter(True, "*/kubetrain/status.py")]
+        held = sum(t.size for t in tracemalloc.take_snapshot().filter_traces(mine).traces if t.size < 4096)
+    finally:
+        tracemalloc.stop()
+    again = job_status(workloads, kept, job_id="looked", namespace=NS, flavor=flavor, cache=cache)
+    assert again.to_dict() == job_status(workloads, kept, job_id="looked", namespace=NS, flavor=flavor).to_dict()
+    assert {r.phase for r in again.replicas} == {ReplicaPhase.RUNNING}
+    assert held / replicas < 325, f"{held / replicas:.0f} bytes a replica"
