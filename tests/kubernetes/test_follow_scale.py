@@ -362,3 +362,21 @@ def test_a_look_at_a_big_job_holds_little_per_replica(emulated: Cluster) -> None
     assert again.to_dict() == job_status(workloads, kept, job_id="looked", namespace=NS, flavor=flavor).to_dict()
     assert {r.phase for r in again.replicas} == {ReplicaPhase.RUNNING}
     assert held / replicas < 325, f"{held / replicas:.0f} bytes a replica"
+
+
+def test_of_a_pods_annotations_only_an_index_no_label_gives_is_kept() -> None:
+    """The Job controller writes a pod's completion index as a label and as an annotation: one is kept (a dict
+    a pod less); an index only an annotation gives (a controller that labels nothing) is kept, and read."""
+    from kubetrain.backends.kubernetes.status_map import pod_index
+
+    index = "batch.kubernetes.io/job-completion-index"
+    both = _evicted("ev-worker-7", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z")
+    both["metadata"]["labels"] = {"kubetrain.dev/job": "ev", index: "7"}
+    both["metadata"]["annotations"] = {index: "7", "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    kept = pod_essentials(both)
+    assert "annotations" not in kept["metadata"] and pod_index(kept) == pod_index(both) == 7
+    alone = _evicted("ev-x", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z")
+    alone["metadata"]["labels"] = {"kubetrain.dev/job": "ev"}
+    alone["metadata"]["annotations"] = {"volcano.sh/task-index": "3", "scheduling.k8s.io/group-name": "ev-pg"}
+    kept = pod_essentials(alone)
+    assert kept["metadata"]["annotations"] == {"volcano.sh/task-index": "3"} and pod_index(kept) == 3
