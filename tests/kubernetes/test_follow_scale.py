@@ -380,3 +380,19 @@ def test_of_a_pods_annotations_only_an_index_no_label_gives_is_kept() -> None:
     alone["metadata"]["annotations"] = {"volcano.sh/task-index": "3", "scheduling.k8s.io/group-name": "ev-pg"}
     kept = pod_essentials(alone)
     assert kept["metadata"]["annotations"] == {"volcano.sh/task-index": "3"} and pod_index(kept) == 3
+
+
+def test_a_pods_own_values_do_not_grow_the_interpreters_table_of_interned_strings() -> None:
+    """Values many pods share are held once; one pod's (its replica index) are not put in the interpreter's table
+    of interned strings, which never shrinks (at 10,000 pods it doubled: a block of 2 MB)."""
+    import sys
+
+    index = "batch.kubernetes.io/job-completion-index"
+    pods = []
+    for i in (9101, 9102):
+        pod = _evicted(f"ev-worker-{i}", "2026-11-27T10:00:00Z", "2026-11-27T10:05:00Z")
+        pod["metadata"]["labels"] = {"kubetrain.dev/job": "ev-interned", index: "".join(["91", str(i)[2:]])}
+        pods.append(pod_essentials(pod))
+    a, b = (p["metadata"]["labels"] for p in pods)
+    assert a["kubetrain.dev/job"] is b["kubetrain.dev/job"]  # shared
+    assert sys.intern("".join(["91", "01"])) is not a[index]  # not interned: the interpreter's table has no copy

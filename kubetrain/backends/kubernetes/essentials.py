@@ -13,10 +13,10 @@ from ...contract.logs import parse_time
 JSON = dict[str, Any]
 
 _SHARED_UP_TO = 128
-"""Strings up to this length are shared between pods (``sys.intern``): a pod's keys, its labels' names and most
-of their values (the job's name, its role, its controller's uid), its phase, its node, its container's name and
-most timestamps are the same text in thousands of pods, and a string parsed from JSON is a new object each time.
-Longer text (a message) is rarely repeated."""
+"""Strings up to this length are shared between pods (keys by ``sys.intern``, values by `_one_string`): a pod's
+keys, its labels' names and most of their values (the job's name, its role, its controller's uid), its phase, its
+node, its container's name and most timestamps are the same text in thousands of pods, and a string parsed from
+JSON is a new object each time. Longer text (a message) is rarely repeated."""
 
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "ownerReferences")
@@ -140,14 +140,31 @@ def _key(key: Any) -> Any:
 
 
 def _shared(value: Any) -> Any:
-    """``value`` with its short strings interned, keys and values (see ``_SHARED_UP_TO``)."""
+    """``value`` with its short strings shared, keys and values (see ``_SHARED_UP_TO``)."""
     if isinstance(value, str):
-        return sys.intern(value) if len(value) <= _SHARED_UP_TO else value
+        return _one_string(value) if len(value) <= _SHARED_UP_TO else value
     if isinstance(value, dict):
         return {sys.intern(k) if isinstance(k, str) else k: _shared(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_shared(v) for v in value]
     return value
+
+
+_STRINGS: dict[str, str] = {}
+"""A value's text → the one string kept for it (see `_one_string`)."""
+
+
+def _one_string(value: str) -> str:
+    """``value``, or the equal string kept before. Keys are interned (``sys.intern``: few, and looked up);
+    values are shared through this bounded table instead: some are one pod's (its replica index), and the
+    interpreter's table of interned strings only grows (at 10,000 pods it doubled, a block of 2 MB), where
+    this one forgets every `_COPIES_HELD` strings (what was shared stays shared)."""
+    held = _STRINGS.get(value)
+    if held is None:
+        if len(_STRINGS) >= _COPIES_HELD:
+            _STRINGS.clear()
+        held = _STRINGS[value] = value
+    return held
 
 
 _COPIES: dict[Any, Any] = {}
