@@ -222,6 +222,58 @@ def _proc(pid: int) -> dict[str, int]:
             "files": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
+def _rss_mb(pid: int) -> float | None:
+    """A process's resident memory now (VmRSS, MB), None once it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class RssSampler:
+    """``--sample-rss MS``: the run's VmRSS every MS milliseconds, from outside (a thread of the benchmark), and
+    the moments the benchmark marks (the job submitted, every pod Running, ...): when the peak happened, beside
+    what the run was doing then. Off (``every`` None), it samples nothing."""
+
+    def __init__(self, pid: int, started: float, every: float | None) -> None:
+        self.pid, self.started, self.every = pid, started, every
+        self.samples: list[tuple[float, float]] = []
+        self.marks: list[tuple[float, str]] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True) if every else None
+        if self._thread is not None:
+            self._thread.start()
+
+    def _run(self) -> None:
+        assert self.every is not None
+        while not self._done.is_set():
+            rss = _rss_mb(self.pid)
+            if rss is None:
+                return
+            self.samples.append((time.perf_counter() - self.started, rss))
+            self._done.wait(self.every)
+
+    def mark(self, what: str) -> None:
+        self.marks.append((time.perf_counter() - self.started, what))
+
+    def stop(self) -> dict[str, Any]:
+        self._done.set()
+        if self._thread is None:
+            return {}
+        self._thread.join(5)
+        if not self.samples:
+            return {}
+        peak_s, peak = max(self.samples, key=lambda s: s[1])
+        before = [what for t, what in self.marks if t <= peak_s]
+        return {"rss_peak_at_s": round(peak_s, 2), "rss_peak_sampled_mb": round(peak, 1),
+                "rss_peak_after": before[-1] if before else "start",
+                "rss_marks": [(round(t, 2), what) for t, what in self.marks],
+                "rss_samples": [(round(t, 2), round(mb, 1)) for t, mb in self.samples]}
+
+
 def _text(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
@@ -254,11 +306,16 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
     started = time.perf_counter()
     with out.open("wb") as o, err.open("wb") as e:
         child = subprocess.Popen(argv, stdout=o, stderr=e, env=env)
+    sampler = RssSampler(child.pid, started, SAMPLE_RSS)
     noter = threading.Thread(target=note_lines, daemon=True)
     noter.start()
     try:
         _wait(lambda: _root_created(emu, "job", name), timeout=60)
+        # Imports done and the job submitted, no pod yet: what the run holds before it holds any replica.
+        submitted_mb = _rss_mb(child.pid)
+        sampler.mark("submitted")
         pods = played.create_pods("job", name)
+        sampler.mark("pods created")
         # Rank 0 first: the followed replicas run and print first, and their streams can open while the others
         # are made (as on a cluster, where pods start over seconds).
         written_s = None
@@ -268,10 +325,12 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
             if n == followed:
                 written_s = time.perf_counter() - started
         running_s = time.perf_counter() - started
+        sampler.mark("pods running")
         # Every followed replica's line printed: every stream is open (or as many as opened in 2 minutes: one
         # stream per pod may not get there on a loaded machine; the row says how many were printed).
         noter.join(120)
         done.set()
+        sampler.mark("lines printed")
         printed = _text(out).count(" step 0")
         if printed < followed:  # the run's threads, to see where the missing streams are
             child.send_signal(signal.SIGUSR1)
@@ -286,6 +345,7 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
         used = _proc(child.pid)
         last = f"worker-{replicas - 1}"
         emu.append_log("default", pods[last], "Traceback (most recent call last):\nValueError: bad shape\n")
+        sampler.mark("replica fails")
         t0 = time.perf_counter()
         emu.set_pod_phase("default", pods[last], "Failed", exit_code=3)
         _wait(lambda: f"{last} failed" in _text(err), timeout=120)
@@ -297,18 +357,24 @@ def attached_run(emu: KubeEmulator, kubeconfig: Path, tmp: Path, replicas: int, 
                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
                   for kind in ("FailureTarget", "Failed")]
         emu.patch_status("jobs", f"{name}-worker", {"conditions": failed}, "default")
+        sampler.mark("job fails")
         child.wait(120)
     finally:
+        sampled = sampler.stop()
         if child.poll() is None:
             child.kill()
             child.wait()
-    return {"replicas": replicas, "max_log_requests": max_logs or 5, "printed": printed, **used,
+    return {"replicas": replicas, "max_log_requests": max_logs or 5, "every_replica": max_logs is not None,
+            "printed": printed, **used,
+            "submitted_rss_mb": submitted_mb, **sampled,
             "pod_lists": pod_lists,
             "running_s": running_s, "written_s": written_s, "first_line_s": lines[0] if lines else None,
             "last_first_line_s": lines[-1] if lines else None, "failure_to_report_s": failure_s, **verbs}
 
 
 TIME_VERBS = True
+SAMPLE_RSS: float | None = None
+"""``--sample-rss MS``: seconds between two samples of the run's VmRSS, None: not sampled."""
 TRACE_TO: Path | None = None
 """``--tracemalloc DIR``: where the run's allocation profiles go (one file per run), None: not traced."""
 
@@ -419,6 +485,7 @@ def print_scale(rows: list[dict[str, Any]]) -> None:
     print("(from the command's start: running s, until the emulator had every pod Running with a line written;"
           " written s, until every followed replica's line was written; 1st/all lines s, until the first/every"
           " followed replica's line was printed by the run)")
+    print_memory(rows)
     print(f"\n{'replicas':>8} {'kubectl get pods s':>19} {'status s':>9} {'×':>5} {'describe s':>11} {'×':>5} "
           f"{'list s':>7} {'×':>5}   (× = the time over kubectl's, median of {VERB_REPEATS})")
     for r in rows:
@@ -427,6 +494,30 @@ def print_scale(rows: list[dict[str, Any]]) -> None:
         print(f"{r['replicas']:>8} {_num(r.get('kubectl_s'), 19)} {_num(r['status_s'], 9)} "
               f"{_num(r['status_vs_kubectl'], 5)} {_num(r['describe_s'], 11)} {_num(r['describe_vs_kubectl'], 5)} "
               f"{_num(r['list_s'], 7)} {_num(r['list_vs_kubectl'], 5)}")
+
+
+def print_memory(rows: list[dict[str, Any]]) -> None:
+    """The run's memory: once submitted (imports done, no replica held), its peak, the increment per 1,000
+    replicas, and the goal's ratio (issue 22: the peak at the largest size within 1.2x the smallest's)."""
+    print(f"\n{'replicas':>8} {'streams':>8} {'submitted MB':>13} {'peak MB':>8} {'MB per 1,000':>13}"
+          f"{'   peak at s, after' if any('rss_peak_at_s' in r for r in rows) else ''}")
+    for r in rows:
+        base = r.get("submitted_rss_mb")
+        per = (r["rss_mb"] - base) / (r["replicas"] / 1000) if base is not None else None
+        peak = f"   {r['rss_peak_at_s']:>6.2f} {r['rss_peak_after']}" if "rss_peak_at_s" in r else ""
+        print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {_num(base, 13, 1)} {r['rss_mb']:>8} "
+              f"{_num(per, 13, 2)}{peak}")
+    for r in rows:
+        if r.get("rss_marks"):
+            marks = ", ".join(f"{what} {t:.2f}" for t, what in r["rss_marks"])
+            print(f"  {r['replicas']} replicas, {r['max_log_requests']} streams, moments (s): {marks}")
+    default = sorted((r for r in rows if not r.get("every_replica")), key=lambda r: r["replicas"])
+    small, large = (default[0], default[-1]) if default else (None, None)
+    if small is not None and large is not None and large["replicas"] > small["replicas"]:
+        ratio = large["rss_mb"] / small["rss_mb"]
+        verdict = "met" if ratio <= 1.2 else "NOT met"
+        print(f"peak RSS at {large['replicas']:,} replicas over {small['replicas']:,}: {ratio:.2f} "
+              f"(goal: within 1.2: {verdict})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,9 +531,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracemalloc", metavar="DIR", type=Path,
                         help="with --scale: profile the run's allocations (tracemalloc, slow) into DIR, a file a run")
     parser.add_argument("--no-verbs", action="store_true", help="with --scale: leave status/describe/list untimed")
+    parser.add_argument("--sample-rss", metavar="MS", type=float,
+                        help="with --scale: sample the run's VmRSS every MS ms and say when its peak happened")
     args = parser.parse_args(argv)
-    global TRACE_TO, TIME_VERBS
+    global TRACE_TO, TIME_VERBS, SAMPLE_RSS
     TIME_VERBS = not args.no_verbs
+    SAMPLE_RSS = args.sample_rss / 1000 if args.sample_rss else None
     if args.tracemalloc is not None:
         TRACE_TO = args.tracemalloc.resolve()
         TRACE_TO.mkdir(parents=True, exist_ok=True)
