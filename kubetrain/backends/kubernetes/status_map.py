@@ -229,37 +229,43 @@ class PodCache:
     def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
         if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
             self._reset(list(roles))
-        pods = list(pods)
+        pods = pods if isinstance(pods, list) else list(pods)  # a watch's snapshot is a list already
         if any(not (meta_of(p).get("name") and meta_of(p).get("resourceVersion")) for p in pods):
             self._reset(list(roles))
             return group_pods(pods, roles)
         by_role = {r.role: r for r in roles}
-        before = self._placed
-        placed: dict[str, tuple[Any, ...]] = {}
-        touched: set[tuple[str, int]] = set()
+        # The table is changed in place, not made again key by key at each look: a dict of 10,000 grown from
+        # empty allocates and frees each of its smaller tables on the way (C heap the process keeps). What this
+        # look does not find in `before` (one copy of the table, its size known) is gone.
+        placed = self._placed
+        before = dict(placed)
+        touched: list[tuple[str, int]] = []  # a key may come twice: regrouping it again changes nothing
         for pod in pods:
             md = meta_of(pod)
             name, version = md["name"], md["resourceVersion"]
             known = before.pop(name, None)
             if known is not None and known[0] == version:
-                placed[name] = known
                 continue
-            where = _place(pod, roles, by_role)
+            # A new version whose labels and annotations are the last one's (the watch shares what did not change:
+            # a pod starting, running, ending) stands where it stood: its place is kept, not worked out again (a
+            # new (role, index) and index a changed pod, 0.8 MB while 10,000 pods start).
+            where = known[1] if known is not None and _same_place(known[2], pod) else _place(pod, roles, by_role)
             # The pod itself, not a copy: what is handed out is read, never changed (see above).
             placed[name] = (version, where, pod)
             if known is not None and known[1] is not None:
-                touched.add(known[1])
+                touched.append(known[1])
                 self._leave(known[1], name)
             if where is not None:
-                touched.add(where)
+                touched.append(where)
                 held = self._names(where)
                 self._members[where] = (*held, name) if held else name
         for name, gone in before.items():  # pods gone since the last look
+            del placed[name]
             where = gone[1]
             if where is not None:
-                touched.add(where)
+                touched.append(where)
                 self._leave(where, name)
-        self._placed = placed
+        del before
         if touched:
             current, earlier = dict(self._index.current), dict(self._index.earlier)
             for key in touched:
@@ -302,6 +308,13 @@ class PodCache:
         replica = replica_from_pod(role, placed[1][1], pod, earlier_failures, container)
         self._placed[name] = (*placed[:3], earlier_failures, container, replica)
         return replica
+
+
+def _same_place(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether two versions of a pod (same name) stand at the same replica for certain: what `_place` reads of
+    them (labels, annotations) is the same object."""
+    a, b = meta_of(before), meta_of(after)
+    return a.get("labels") is b.get("labels") and a.get("annotations") is b.get("annotations")
 
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
