@@ -489,6 +489,8 @@ def print_scale(rows: list[dict[str, Any]]) -> None:
           " written s, until every followed replica's line was written; 1st/all lines s, until the first/every"
           " followed replica's line was printed by the run)")
     print_memory(rows)
+    if not any("status_s" in r for r in rows):
+        return  # --no-verbs
     print(f"\n{'replicas':>8} {'kubectl get pods s':>19} {'status s':>9} {'×':>5} {'describe s':>11} {'×':>5} "
           f"{'list s':>7} {'×':>5}   (× = the time over kubectl's, median of {VERB_REPEATS})")
     for r in rows:
@@ -503,11 +505,12 @@ def print_memory(rows: list[dict[str, Any]]) -> None:
     """The run's memory: once submitted (imports done, no replica held), its peak, the increment per 1,000
     replicas, and the goal's ratio (issue 22: the peak at the largest size within 1.2x the smallest's)."""
     print(f"\n{'replicas':>8} {'streams':>8} {'submitted MB':>13} {'peak MB':>8} {'MB per 1,000':>13}"
-          f"{'   peak at s, after' if any('rss_peak_at_s' in r for r in rows) else ''}")
+          f"{'   sampled peak MB at s, after' if any('rss_peak_at_s' in r for r in rows) else ''}")
     for r in rows:
         base = r.get("submitted_rss_mb")
         per = (r["rss_mb"] - base) / (r["replicas"] / 1000) if base is not None else None
-        peak = f"   {r['rss_peak_at_s']:>6.2f} {r['rss_peak_after']}" if "rss_peak_at_s" in r else ""
+        peak = (f"   {r['rss_peak_sampled_mb']:>6.1f} {r['rss_peak_at_s']:>6.2f} {r['rss_peak_after']}"
+                if "rss_peak_at_s" in r else "")
         print(f"{r['replicas']:>8} {r['max_log_requests']:>8} {_num(base, 13, 1)} {r['rss_mb']:>8} "
               f"{_num(per, 13, 2)}{peak}")
     for r in rows:
