@@ -22,6 +22,7 @@ from kubetrain.backends.kubernetes.follow import job_state
 from kubetrain.backends.kubernetes.lookup import ordered
 from kubetrain.backends.kubernetes.status_map import PodCache, group_pods, job_status, roles_of
 from kubetrain.backends.kubernetes.watch import JobWatch
+from kubetrain.contract.logs import parse_time
 from kubetrain.jobspec import from_dict
 from kubetrain.status import JobPhase, ReplicaPhase
 from kubetrain.terminal import OutputSink
@@ -435,3 +436,29 @@ def test_a_look_after_every_pod_started_works_out_no_place_again(emulated: Clust
     assert set(after.current) == set(before.current) and len(after.current) == replicas
     assert all(after.current[key]["status"]["phase"] == "Running" for key in after.current)
     assert places / replicas < 40, f"{places / replicas:.0f} bytes a pod for places worked out again"
+
+
+def test_replicas_started_in_the_same_second_share_their_start_time(emulated: Cluster) -> None:
+    """A look keeps every replica's status: replicas that started in the same second (most of a big job's) hold
+    one start time, not a float each."""
+    import json
+
+    emu = emulated.emu
+    assert emu is not None
+    emulated.backend().submit(from_dict(job_doc("sametime", replicas=50)), flavor="job")
+    for pod in controllers(emu, NS).create_pods("job", "sametime").values():
+        emu.set_pod_phase(NS, pod, "Running")
+    workloads = ordered(emu.objects("jobs", NS, label_selector="kubetrain.dev/job=sametime"))
+    # As read from the API: every pod its own strings.
+    kept = [pod_essentials(json.loads(json.dumps(p))) for p in emu.objects("pods", NS)]
+    status = job_status(workloads, kept, job_id="sametime", namespace=NS, flavor=flavor_of(workloads[0]),
+                        cache=PodCache())
+    by_text: dict[str, list[Any]] = {}
+    index = "batch.kubernetes.io/job-completion-index"
+    by_index = sorted(kept, key=lambda p: int(p["metadata"]["labels"][index]))
+    for pod, replica in zip(by_index, status.replicas, strict=True):
+        assert replica.started_at == parse_time(pod["status"]["startTime"])
+        by_text.setdefault(pod["status"]["startTime"], []).append(replica.started_at)
+    assert any(len(times) > 1 for times in by_text.values())  # the test's premise: a second shared by several
+    for times in by_text.values():
+        assert all(t is times[0] for t in times)

@@ -122,7 +122,7 @@ def replica_from_pod(role: str, index: int, pod: Mapping[str, Any], earlier_fail
     r = ReplicaStatus(role=role, index=index, phase=phase)
     r.restarts = int(cs.get("restartCount") or 0) + earlier_failures
     r.host = (pod.get("spec") or {}).get("nodeName")
-    r.started_at = parse_time(status.get("startTime"))
+    r.started_at = _shared_time(status.get("startTime"))
     term = state.get("terminated")
     waiting = state.get("waiting")
     if term:
@@ -152,6 +152,23 @@ def replica_from_pod(role: str, index: int, pod: Mapping[str, Any], earlier_fail
     if meta(pod).get("deletionTimestamp") and not phase.is_terminal:
         r.reason = r.reason or "Terminating"
     return r
+
+
+_TIMES: dict[str, float | None] = {}
+"""A pod's start time as text → its float, shared (see `_shared_time`)."""
+
+
+def _shared_time(value: Any) -> float | None:
+    """`parse_time`, the same float for the same text: the replicas of a big job start in the same few seconds,
+    and a float of their own each was 24 bytes a replica held by the statuses a look keeps. Bounded as
+    `essentials`' tables are (forgotten every 4,096 texts; what was shared stays shared)."""
+    if not isinstance(value, str):
+        return None
+    if value not in _TIMES:
+        if len(_TIMES) >= 4096:
+            _TIMES.clear()
+        _TIMES[value] = parse_time(value)
+    return _TIMES[value]
 
 
 def _latest_time(pod: Mapping[str, Any]) -> float | None:
