@@ -197,7 +197,7 @@ def print_tables(data: dict[str, Any]) -> bool:
     for r in rows:
         print(f"{r['flavor']:<9} {r['steps']:>6} {r['created']:>8} {r['requests']:>9} {r['constant']:>9} "
               f"{r['watches']:>8} {r['log_streams']:>5}")
-    constant = {}
+    constant: dict[str, set[int]] = {}
     for r in rows:
         constant.setdefault(r["flavor"], set()).add(r["constant"])
     ok = all(len(v) == 1 for v in constant.values())

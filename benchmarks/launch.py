@@ -83,7 +83,8 @@ def main() -> int:
 
     if not args.skip_throughput:
         print("\n3. throughput: DDP MLP 1.05M params, batch 64, 200 steps, N=2 (samples/s)")
-        ours_t, theirs_t = [], []
+        ours_t: list[float] = []
+        theirs_t: list[float] = []
         for _ in range(max(3, args.reps // 2)):
             for runner, out in ((kubetrain, ours_t), (torchrun, theirs_t)):
                 _, text = timed(runner(2, "mlp.py"), env)
