@@ -23,6 +23,7 @@ from kube_emulator import KubeEmulator
 from kube_emulator.tls import Certificates, make_certificates
 
 from kubetrain.backends.kubernetes.client.config import connect
+from kubetrain.backends.kubernetes.client.errors import KubernetesError
 from kubetrain.backends.kubernetes.client.kube import Kube
 from kubetrain.backends.kubernetes.client.light import LightClient
 from kubetrain.backends.kubernetes.client.resources import CONFIGMAPS
@@ -225,6 +226,32 @@ def test_an_https_server_through_a_proxy_is_reached_by_a_tunnel(
             kube.close()
         host_port = emu.url.removeprefix("https://")
         assert proxy.seen and all(line.startswith(f"CONNECT {host_port} ") for line, _ in proxy.seen)
+
+
+def test_a_proxy_in_the_environment_without_a_scheme_is_an_http_proxy(
+        kube_emulator: KubeEmulator, kube_config_file: Path, proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HTTP_PROXY=host:port``, as Go's client reads it (sent as it was, the request and its token went to
+    localhost:80)."""
+    for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removeprefix("http://"))
+    kube, _ = light_kube(kube_config_file)
+    try:
+        round_trip(kube)
+    finally:
+        kube.close()
+    assert proxy.seen and proxy.seen[0][0].startswith(f"POST {kube_emulator.url}/api/v1/namespaces/default/")
+
+
+@pytest.mark.parametrize("value", ["socks5://me:s3cret@127.0.0.1:1080", "http://:3128"])
+def test_a_proxy_in_the_environment_that_is_not_an_http_one_is_refused_with_where_it_came_from(
+        kube_config_file: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", value)
+    with pytest.raises(KubernetesError, match=r"\$HTTP_PROXY: proxy .* not an http:// or https:// proxy") as caught:
+        connect(kube_config_file)
+    assert "s3cret" not in str(caught.value)
 
 
 def test_the_light_transport_does_not_import_urllib3(

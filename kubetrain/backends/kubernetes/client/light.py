@@ -104,6 +104,20 @@ def _env_proxy(server: str) -> str | None:
     proxy = getproxies_environment().get(parts.scheme)
     if not proxy or proxy_bypass(parts.hostname or ""):  # NO_PROXY (the environment's, on POSIX)
         return None
+    return proxy_url(proxy, f"${parts.scheme.upper()}_PROXY")
+
+
+def proxy_url(proxy: str, where: str) -> str:
+    """A proxy's URL as Go's client reads one: ``host:port`` alone is an ``http://`` proxy. Any other scheme
+    (``socks5://``), or no host, is refused here, with where it came from: sent as it is, the request (and its
+    bearer token) would go to whatever listens on localhost:80."""
+    if "://" not in proxy:
+        proxy = "http://" + proxy
+    parts = urllib.parse.urlsplit(proxy)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = parts._replace(netloc="***@" + (parts.hostname or "")).geturl() if parts.username else proxy
+        raise KubernetesError(f"{where}: proxy {shown!r} is not an http:// or https:// proxy with a host; "
+                              f"hint: write it as http://HOST:PORT")
     return proxy
 
 
@@ -240,7 +254,8 @@ class LightClient:
         self._https = parts.scheme == "https"
         self._address = (parts.hostname or "localhost", parts.port or (443 if self._https else 80))
         self._context = ssl_context(target) if self._https else None
-        proxy = target.proxy_url or _env_proxy(target.server)
+        proxy = proxy_url(target.proxy_url, f"{target.source}: proxy-url") if target.proxy_url else (
+            _env_proxy(target.server))
         self._proxy = urllib.parse.urlsplit(proxy) if proxy else None
         #: The request line's target: the path, or through a proxy to an ``http://`` server the whole URL.
         self._prefix = target.server if self._proxy is not None and not self._https else ""
@@ -261,7 +276,8 @@ class LightClient:
         """A new connection (not yet open) to the server, or to the proxy in front of it."""
         host, port = self._address
         if self._proxy is not None:
-            via = (self._proxy.hostname or "localhost", self._proxy.port or 80)
+            assert self._proxy.hostname  # proxy_url refuses a proxy without one
+            via = (self._proxy.hostname, self._proxy.port or (443 if self._proxy.scheme == "https" else 80))
             if not self._https:
                 return http.client.HTTPConnection(*via)
             conn = _HTTPSConnection(*via, context=self._context,  # type: ignore[arg-type]
