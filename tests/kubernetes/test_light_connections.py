@@ -109,6 +109,32 @@ def test_a_watch_left_early_does_not_go_back_to_the_pool(
         kube.close()
 
 
+def test_a_body_streamed_to_its_end_leaves_its_connection_for_the_next_request(
+        kube_emulator: KubeEmulator, kube_config_file: Path) -> None:
+    """A body of known length read piece by piece to its end is whole: its connection is kept."""
+    kube, client = light_kube(kube_config_file)
+    try:
+        resp = kube._send("GET", CONFIGMAPS.path("default"), stream=True)
+        assert resp.headers.get("Content-Length")
+        assert b'"items"' in b"".join(resp.stream(amt=16))
+        resp.release_conn()
+        assert client.pool.idle == 1
+    finally:
+        kube.close()
+
+
+def test_a_connection_given_back_after_its_client_closed_is_closed(
+        kube_emulator: KubeEmulator, kube_config_file: Path) -> None:
+    """A thread that finishes after the client was closed (a page read ahead) leaves no socket open behind it."""
+    kube, client = light_kube(kube_config_file)
+    resp = kube._send("GET", CONFIGMAPS.path("default"), stream=True)
+    conn = resp.connection
+    kube.close()
+    assert b'"items"' in resp.read()
+    resp.release_conn()
+    assert client.pool.idle == 0 and conn is not None and conn.sock is None
+
+
 class Proxy(socketserver.ThreadingTCPServer):
     """An http proxy: ``CONNECT host:port`` opens a tunnel; a request in absolute form is passed to its host (with
     the rest of the connection). Each request line and ``Proxy-Authorization`` header is recorded."""

@@ -141,10 +141,11 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
     if sock is None:
         return True
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        poller = select.poll()  # not select.select: it refuses descriptors past 1024 (a process with many files)
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 def _tls_fault(exc: BaseException) -> bool:
@@ -164,6 +165,7 @@ class ConnectionPool:
         self.size = size
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def idle(self) -> int:
@@ -182,13 +184,16 @@ class ConnectionPool:
 
     def give_back(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
-            if len(self._idle) < self.size:
+            if not self._closed and len(self._idle) < self.size:
                 self._idle.append(conn)
                 return
         conn.close()
 
     def clear(self) -> None:
+        """Close the idle connections; one given back later (a thread that finished after its client was closed:
+        a page read ahead, pods listed ahead) is closed, not kept."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
@@ -222,6 +227,9 @@ class Response:
         while True:
             data = self._resp.read1(amt or 65536)
             if not data:
+                # read1 leaves a body of known length unmarked at its end: read() marks it read, so
+                # release_conn keeps the connection for the next request.
+                self._resp.read()
                 return
             yield data
 
