@@ -462,3 +462,23 @@ def test_replicas_started_in_the_same_second_share_their_start_time(emulated: Cl
     assert any(len(times) > 1 for times in by_text.values())  # the test's premise: a second shared by several
     for times in by_text.values():
         assert all(t is times[0] for t in times)
+
+
+class _ClearedBeforeEachRead(dict[str, Any]):
+    """The shared start times as another thread's look leaves them: emptied (the table is bounded) between a
+    look's check and its read."""
+
+    def __getitem__(self, key: str) -> Any:
+        self.clear()
+        return super().__getitem__(key)
+
+
+def test_a_start_time_is_read_while_another_look_empties_the_shared_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Statuses are worked out on several threads (the web view beside a follower): a table emptied meanwhile
+    must not end a look with a KeyError."""
+    from kubetrain.backends.kubernetes import status_map
+
+    monkeypatch.setattr(status_map, "_TIMES", _ClearedBeforeEachRead())
+    text = "2026-11-27T10:00:00Z"
+    assert status_map._shared_time(text) == parse_time(text)
+    assert status_map._shared_time(text) == parse_time(text)

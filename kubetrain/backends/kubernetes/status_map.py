@@ -156,6 +156,7 @@ def replica_from_pod(role: str, index: int, pod: Mapping[str, Any], earlier_fail
 
 _TIMES: dict[str, float | None] = {}
 """A pod's start time as text → its float, shared (see `_shared_time`)."""
+_UNSEEN = object()
 
 
 def _shared_time(value: Any) -> float | None:
@@ -164,11 +165,14 @@ def _shared_time(value: Any) -> float | None:
     `essentials`' tables are (forgotten every 4,096 texts; what was shared stays shared)."""
     if not isinstance(value, str):
         return None
-    if value not in _TIMES:
+    # One lookup, never a second: another thread's look (statuses are worked out on several) may clear the table
+    # between a check and a read.
+    held = _TIMES.get(value, _UNSEEN)
+    if held is _UNSEEN:
         if len(_TIMES) >= 4096:
             _TIMES.clear()
-        _TIMES[value] = parse_time(value)
-    return _TIMES[value]
+        held = _TIMES[value] = parse_time(value)
+    return held  # type: ignore[return-value]
 
 
 def _latest_time(pod: Mapping[str, Any]) -> float | None:
