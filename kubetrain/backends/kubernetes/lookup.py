@@ -7,7 +7,6 @@ the likeliest first (:func:`~.flavors.lookup_order`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER
 from ...contract.naming import label_value
 from ...status import JobStatus
 from .capabilities import Capabilities
+from .client.ahead import Ahead
 from .client.errors import ApiError, KubernetesError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
@@ -126,38 +126,21 @@ def locate(kube: Kube, caps: Capabilities, name: str, namespace: str) -> Located
     raise job_not_found(name, namespace)
 
 
-class _PodsAhead:
+def _pods_ahead(kube: Kube, namespace: str | None, selector: str) -> Ahead[list[JSON]]:
     """Pods by a label, listed on a thread while workloads are looked up or listed."""
-
-    def __init__(self, kube: Kube, namespace: str | None, selector: str) -> None:
-        self.selector = selector
-        self._pods: list[JSON] = []
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(kube, namespace), name="pods-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, kube: Kube, namespace: str | None) -> None:
-        try:
-            self._pods, _ = kube.list(PODS, namespace, label_selector=self.selector)
-        except BaseException as exc:  # raised where the pods are taken
-            self._error = exc
-
-    def pods(self) -> list[JSON]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._pods
+    return Ahead(lambda: kube.list(PODS, namespace, label_selector=selector)[0], "pods-ahead")
 
 
 def locate_with_pods(kube: Kube, caps: Capabilities, name: str, namespace: str) -> tuple[Located, list[JSON]]:
     """The job and its pods. A rendered job's pods carry its job label: they are listed while its workload is
     looked up (on a cluster far away, the lookup's round trips are hidden behind the list's); a document submitted
     as written, whose pods carry its controller's labels, has them listed once its root is known."""
-    ahead = _PodsAhead(kube, namespace, f"{JOB_LABEL}={label_value(name)}")
+    selector = f"{JOB_LABEL}={label_value(name)}"
+    ahead = _pods_ahead(kube, namespace, selector)
     loc = locate(kube, caps, name, namespace)
     scope = loc.pods
-    if scope.selector == ahead.selector and scope.owner_uid is None and loc.namespace == namespace:
-        return loc, ahead.pods()
+    if scope.selector == selector and scope.owner_uid is None and loc.namespace == namespace:
+        return loc, ahead.result()
     return loc, job_pods(kube, loc.name, loc.namespace, scope)
 
 
@@ -172,12 +155,12 @@ def list_jobs(kube: Kube, caps: Capabilities, namespace: str | None, *,
               untouched_after: float | None = None) -> list[JobStatus]:
     """Every kubetrain job in ``namespace`` (None: every namespace), newest first, Pending causes the pods
     show included: one list per served workload kind + one of pods."""
-    ahead = _PodsAhead(kube, namespace, f"{MANAGED_BY}={MANAGER}")  # kubetrain's pods, while the workloads are listed
+    ahead = _pods_ahead(kube, namespace, f"{MANAGED_BY}={MANAGER}")  # kubetrain's pods, while the workloads are listed
     workloads: list[JSON] = []
     for res in workload_kinds(kube, caps):
         items, _ = kube.list(res, namespace, label_selector=JOB_LABEL)  # rendered, or as written: both labelled
         workloads += items
-    pods = ahead.pods()
+    pods = ahead.result()
     pods_by: dict[tuple[str, str], list[JSON]] = {}
     for pod in pods:
         pods_by.setdefault((meta(pod).get("namespace", ""), labels(pod).get(JOB_LABEL, "")), []).append(pod)
