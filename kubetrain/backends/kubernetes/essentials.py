@@ -4,7 +4,7 @@ the log streams read, and nothing else. Plain functions over dicts, no I/O."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...contract.labels import INDEX_KEYS
@@ -159,11 +159,7 @@ def _one_string(value: str) -> str:
     values are shared through this bounded table instead: some are one pod's (its replica index), and the
     interpreter's table of interned strings only grows (at 10,000 pods it doubled, a block of 2 MB), where
     this one forgets every `_COPIES_HELD` strings (what was shared stays shared)."""
-    held = _STRINGS.get(value)
-    if held is None:
-        if len(_STRINGS) >= _COPIES_HELD:
-            _STRINGS.clear()
-        held = _STRINGS[value] = value
+    held: str = remembered(_STRINGS, value, lambda: value)
     return held
 
 
@@ -187,15 +183,23 @@ def _one_copy(value: Any) -> Any:
     """``value`` (`_shared`), or an equal one kept before: the same object for every pod that holds it. Safe
     because a kept pod is read, never changed (the watch replaces a pod with its next version)."""
     try:
-        key = _frozen(value)
-        held = _COPIES.get(key)
+        return remembered(_COPIES, _frozen(value), lambda: _shared(value))
     except TypeError:  # unhashable: not JSON
         return _shared(value)
-    if held is not None:
-        return held
-    if len(_COPIES) >= _COPIES_HELD:
-        _COPIES.clear()
-    held = _COPIES[key] = _shared(value)
+
+
+_UNSEEN = object()
+
+
+def remembered(table: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """``table[key]``, made by ``make()`` and kept when missing: the tables of values many pods share, bounded (all
+    forgotten every `_COPIES_HELD` keys; what was shared stays shared). One lookup, never a check then a read:
+    another thread's look (statuses are worked out on several) may empty the table between the two."""
+    held = table.get(key, _UNSEEN)
+    if held is _UNSEEN:
+        if len(table) >= _COPIES_HELD:
+            table.clear()
+        held = table[key] = make()
     return held
 
 
@@ -208,4 +212,4 @@ def same_essentials(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return a.get("spec") == b.get("spec") and a.get("status") == b.get("status")
 
 
-__all__ = ["pod_essentials", "same_essentials"]
+__all__ = ["pod_essentials", "remembered", "same_essentials"]

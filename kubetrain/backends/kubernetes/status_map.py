@@ -31,6 +31,7 @@ from ...status import (
     ReplicaStatus,
     stopped_by_cancel,
 )
+from .essentials import remembered
 from .flavors import Flavor, flavor_of
 from .workload import (
     JSON,
@@ -156,23 +157,16 @@ def replica_from_pod(role: str, index: int, pod: Mapping[str, Any], earlier_fail
 
 _TIMES: dict[str, float | None] = {}
 """A pod's start time as text → its float, shared (see `_shared_time`)."""
-_UNSEEN = object()
 
 
 def _shared_time(value: Any) -> float | None:
     """`parse_time`, the same float for the same text: the replicas of a big job start in the same few seconds,
     and a float of their own each was 24 bytes a replica held by the statuses a look keeps. Bounded as
-    `essentials`' tables are (forgotten every 4,096 texts; what was shared stays shared)."""
+    `essentials`' tables are (`essentials.remembered`)."""
     if not isinstance(value, str):
         return None
-    # One lookup, never a second: another thread's look (statuses are worked out on several) may clear the table
-    # between a check and a read.
-    held = _TIMES.get(value, _UNSEEN)
-    if held is _UNSEEN:
-        if len(_TIMES) >= 4096:
-            _TIMES.clear()
-        held = _TIMES[value] = parse_time(value)
-    return held  # type: ignore[return-value]
+    time_: float | None = remembered(_TIMES, value, lambda: parse_time(value))
+    return time_
 
 
 def _latest_time(pod: Mapping[str, Any]) -> float | None:
