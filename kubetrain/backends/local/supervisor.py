@@ -182,18 +182,7 @@ class Supervisor(ElasticSupervision, TrialSupervision):
         message = "replicas hold their program: kubetrain attach" if self.debug else count
         # One transaction: a reader sees the replicas Running with their job, never under a job still Pending.
         with store.transaction():
-            for key, (pid, _start) in started.items():
-                role, index = self._replica_of(key)
-                if key.endswith(".0") or "." not in key:
-                    store.update_replica(
-                        job_id,
-                        role,
-                        index,
-                        phase=ReplicaPhase.RUNNING,
-                        pid=pid,
-                        started_at=now,
-                        reason="DebugHold" if self.debug else None,
-                    )
+            self._record_running(started, now, reason="DebugHold" if self.debug else None)
             store.set_job_phase(
                 job_id,
                 JobPhase.RUNNING,

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ...contract import env_names
 from ...contract.errors import JobNotFound
@@ -154,6 +155,15 @@ class SupervisorCore:
     def _replica_of(self, key: str) -> tuple[str, int]:
         replica = self.record.replica_of(key)
         return replica.role, replica.index
+
+    def _record_running(self, started: Mapping[str, tuple[int, int]], now: float, **fields: Any) -> None:
+        """The replicas whose processes just ``started`` (key → pid, start time) recorded Running with their pid, a
+        replica of several processes by its first (``.0``); ``fields``: more of `update_replica`'s."""
+        for key, (pid, _start) in started.items():
+            if key.endswith(".0") or "." not in key:
+                role, index = self._replica_of(key)
+                self.store.update_replica(self.job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid,
+                                          started_at=now, **fields)
 
     def _process_count(self, role: str, index: int) -> int:
         return len(self.record.replica(role, index).processes)

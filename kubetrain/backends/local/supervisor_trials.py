@@ -103,11 +103,7 @@ class TrialSupervision(SupervisorCore):
             self._report_preload(group, now)
         # One transaction: a reader sees the first runs Running with their job, never under a job still Pending.
         with self.store.transaction():
-            for key, (pid, _start) in started.items():
-                role, index = self._replica_of(key)
-                if key.endswith(".0") or "." not in key:
-                    self.store.update_replica(self.job_id, role, index, phase=ReplicaPhase.RUNNING, pid=pid,
-                                              started_at=now, reason=None, message=None)
+            self._record_running(started, now, reason=None, message=None)
             if first:
                 message = f"{done}/{total} runs succeeded, {len(keys)} running"
                 self.store.set_job_phase(self.job_id, JobPhase.RUNNING, reason="Started", message=message,
