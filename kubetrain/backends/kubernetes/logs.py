@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...contract.logs import (
     GrepPattern,
@@ -125,17 +125,31 @@ def _read(kube: Kube, namespace: str, t: LogTarget, lines: int | None, since: in
     return out, seen
 
 
+_Read = TypeVar("_Read")
+
+
+def _widened(tail: int, read_last: Callable[[int], tuple[_Read, int, int]]) -> tuple[_Read, int]:
+    """What ``read_last(lines)`` makes of the log's last ``lines`` (it answers that, the lines it showed and the
+    lines it read), from ``lines`` = ``tail`` up, ×4 each time, until ``tail`` lines are shown or the whole log was
+    read: the API's ``tailLines`` counts every line, where kubetrain's ``--tail`` counts the lines shown. Returns
+    the last read's answer and how many lines it read."""
+    lines = tail
+    while True:
+        answer, found, seen = read_last(lines)
+        if seen < lines or found >= tail:  # the whole log, or enough
+            return answer, seen
+        lines *= 4
+
+
 def _last_shown(kube: Kube, namespace: str, t: LogTarget, tail: int, shown: Callable[[LogRecord], bool],
                 since: int | None, previous: bool = False) -> list[LogRecord]:
     """The lines `shown` of the end of `t`'s log that holds its last `tail` of them (or of the whole log, when it
-    has fewer). The API's ``tailLines`` counts every line, so where `shown` leaves some out the read is widened
-    (×4 each time)."""
-    lines = tail
-    while True:
+    has fewer), the read widened as needed (`_widened`)."""
+    def read_last(lines: int) -> tuple[list[LogRecord], int, int]:
         read, seen = _read(kube, namespace, t, lines, since, previous, keep=shown)
-        if seen < lines or len(read) >= tail:  # the whole log, or enough
-            return read
-        lines *= 4
+        return read, len(read), seen
+
+    return _widened(tail, read_last)[0]
 
 
 @dataclass(frozen=True)
@@ -157,9 +171,9 @@ def tail_start(kube: Kube, namespace: str, t: LogTarget, tail: int, shown: Calla
     """Where `t`'s last `tail` lines `shown` begin, read as `read_logs` reads them (so a follow starts with the
     lines the one-shot read shows); after the last line when none is shown; None for an empty log. Only the
     starts of the last `tail` lines shown are kept, however far the read is widened."""
-    def starts_in(lines: int) -> tuple[deque[TailStart], TailStart, int, int]:
-        """The starts of the last `tail` lines shown of the log's last `lines`, where its last line ends, how many
-        lines were shown and how many read."""
+    def starts_in(lines: int) -> tuple[tuple[deque[TailStart], TailStart], int, int]:
+        """The starts of the last `tail` lines shown of the log's last `lines` and where its last line ends, how
+        many lines were shown and how many read."""
         starts: deque[TailStart] = deque(maxlen=tail)
         run = TailStart(-1, 0)  # the lines stamped alike so far (a log is in time order: they are together)
         found = 0
@@ -173,14 +187,9 @@ def tail_start(kube: Kube, namespace: str, t: LogTarget, tail: int, shown: Calla
             return False  # nothing kept: the starts are
 
         _, seen = _read(kube, namespace, t, lines, since, False, keep=note)
-        return starts, run, found, seen
+        return (starts, run), found, seen
 
-    lines = tail
-    while True:
-        starts, end, found, seen = starts_in(lines)
-        if seen < lines or found >= tail:  # the whole log, or enough
-            break
-        lines *= 4
+    (starts, end), seen = _widened(tail, starts_in)
     if not seen:
         return None
     return starts[0] if starts else end
