@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kubetrain.backends.kubernetes.client.resources import JOBS, PODS
+from kubetrain.backends.kubernetes.essentials import KeptPod
 from kubetrain.backends.kubernetes.follow import job_state
 from kubetrain.backends.kubernetes.watch import JobWatch
 from kubetrain.jobspec import from_dict
@@ -107,7 +108,10 @@ def test_a_relist_after_410_keeps_the_pods_that_did_not_change_as_they_were_kept
     assert after[pods[0]] is before[pods[0]]  # unchanged: the object kept before, not a second copy
     assert after[pods[1]] is not before[pods[1]] and after[pods[1]]["status"]["phase"] == "Failed"
     # ... and the changed one shares with its version before what did not change (one copy of its labels).
-    assert after[pods[1]]["metadata"]["labels"] is before[pods[1]]["metadata"]["labels"]
+    new, old = after[pods[1]], before[pods[1]]
+    assert isinstance(new, KeptPod) and isinstance(old, KeptPod)
+    assert new.labels is old.labels and new.own is old.own and new.spec is old.spec
+    assert new["metadata"]["labels"] == old["metadata"]["labels"]
 
 
 def test_the_watch_lists_pods_a_small_page_at_a_time(emulated: Cluster) -> None:

@@ -12,7 +12,7 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .diagnose import Diagnosis
 from .logs import LogTarget, read_logs
-from .status_map import PodIndex, group_pods
+from .status_map import PodIndex, replica_pod
 from .workload import JSON, meta
 
 #: Lines of a failed replica's output shown with the failure.
@@ -100,7 +100,7 @@ def last_lines(kube: Kube, status: JobStatus, pods: Sequence[JSON]) -> list[str]
     failure = status.first_failure
     if failure is None or not status.namespace:
         return []
-    pod = group_pods(pods, []).current.get((failure.role, failure.index))
+    pod = replica_pod(pods, failure.role, failure.index)
     if pod is None:
         return []
     try:

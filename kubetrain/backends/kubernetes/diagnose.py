@@ -80,7 +80,7 @@ def image_hint(reason: str, message: str) -> str:
 
 def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], *,
               flavor: Flavor | None = None, grouped: PodIndex | None = None,
-              ) -> tuple[list[Diagnosis], list[JSON], list[str]]:
+              ) -> tuple[list[Diagnosis], list[Mapping[str, Any]], list[str]]:
     """Causes visible on the pods themselves; plus the pods stuck creating (their events may tell more) and
     the replicas that have no pod at all. ``flavor``: the job's (else read from its first workload object);
     ``grouped``: the pods by replica, when the caller has them."""
@@ -90,7 +90,7 @@ def from_pods(workloads: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str
     if grouped is None:
         grouped = group_pods(pods, roles)
     found: list[Diagnosis] = []
-    creating: list[JSON] = []
+    creating: list[Mapping[str, Any]] = []
     missing: list[str] = []
     for info in roles:
         for i in range(info.replicas):
@@ -151,7 +151,8 @@ def _events(kube: Kube, namespace: str, kind: str, name: str) -> list[JSON]:
     return items
 
 
-def _mount_problems(kube: Kube, namespace: str, pods: Sequence[JSON], replicas: Mapping[str, str]) -> list[Diagnosis]:
+def _mount_problems(kube: Kube, namespace: str, pods: Sequence[Mapping[str, Any]],
+                    replicas: Mapping[str, str]) -> list[Diagnosis]:
     out: list[Diagnosis] = []
     for pod in pods[:MAX_EVENT_READS]:
         name = meta(pod).get("name", "")

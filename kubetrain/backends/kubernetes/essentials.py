@@ -1,10 +1,10 @@
 """A pod as kubetrain keeps it while it follows a job: the fields that status, Pending diagnosis, describe and
-the log streams read, and nothing else. Plain functions over dicts, no I/O."""
+the log streams read, and nothing else, in one object (`KeptPod`) read as the pod. No I/O."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ...contract.labels import INDEX_KEYS
@@ -20,13 +20,11 @@ JSON is a new object each time. Longer text (a message) is rarely repeated."""
 
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "ownerReferences")
-_OWN = ("name", "uid", "resourceVersion")
-"""A pod's own metadata: strings no other pod holds (interning them would only add a table entry)."""
 _POD_STATUS = ("phase", "reason", "message", "startTime", "conditions")
 _CONTAINER_STATUS = ("name", "state", "lastState", "restartCount", "ready", "started")
 
 
-def pod_essentials(pod: Mapping[str, Any], like: Mapping[str, Any] | None = None) -> JSON:
+def pod_essentials(pod: Mapping[str, Any], like: Mapping[str, Any] | None = None) -> KeptPod:
     """The part of a pod that kubetrain's status, Pending diagnosis, describe and log streams read, and nothing
     else: a follower of 10,000 replicas keeps 10,000 of these, where a whole pod (its spec's containers with
     their env, volumes, tolerations, managedFields) is ten times the size. What is read from a pod is what this
@@ -37,60 +35,135 @@ def pod_essentials(pod: Mapping[str, Any], like: Mapping[str, Any] | None = None
     hold the version they last looked at until their next look, so while thousands of pods change (a job
     starting) two versions of each are held: the second then costs its own version and little else."""
     md = pod.get("metadata") or {}
-    before = (like.get("metadata") or {}) if like is not None else {}
-    metadata: JSON = {}
-    for key in _POD_METADATA:  # in the order the API writes them
-        if key not in md:
-            continue
-        value = md[key]
-        if key in before and key != "resourceVersion" and before[key] == value:
-            value = before[key]
-        elif key in _OWN:
-            pass  # one pod's: nothing to share
-        elif key == "annotations" and isinstance(value, dict):
-            value = _read_annotations(value, md.get("labels"))
-            if not value:
-                continue
-            value = _keys_shared(_Annotations, value)
-        elif key == "labels" and isinstance(value, dict):
-            value = _keys_shared(_Labels, {_key(k): _shared(v) for k, v in value.items()})
-        elif key == "ownerReferences":
-            # What many pods hold alike is held once (`_one_copy`): their owner, their spec (containers' names,
-            # node) and their status (phase, conditions and container states, to the second).
-            value = _one_copy(value)
-        else:
-            value = _shared(value)
-        metadata[sys.intern(key)] = value
+    before = like if isinstance(like, KeptPod) else None
+
+    def kept(key: str, field: str, share: Callable[[Any], Any]) -> Any:
+        value = md.get(key)
+        if value is None:
+            return None
+        held = getattr(before, field) if before is not None else None
+        return held if held is not None and held == value else share(value)
+
+    labels, own_keys, own = _kept_labels(md.get("labels"), before)
+    annotations = md.get("annotations")
+    if isinstance(annotations, dict):
+        annotations = _read_annotations(annotations, md.get("labels")) or None
+        if annotations is not None:
+            held = before.annotations if before is not None else None
+            annotations = held if held == annotations else _keys_shared(_Annotations, annotations)
     spec, status = _kept_spec_and_status(pod)
-    return _keys_shared(_Pod, {"apiVersion": _shared(pod.get("apiVersion", "v1")),
-                               "kind": _shared(pod.get("kind", "Pod")), "metadata": _keys_shared(_Metadata, metadata),
-                               "spec": _one_copy(spec), "status": _one_copy(status)})
+    # What many pods hold alike is held once (`_one_copy`): their owner, their spec (containers' names, node) and
+    # their status (phase, conditions and container states, to the second); and the parts of their metadata that
+    # are not theirs alone, together (`_one_tuple`).
+    parts = _one_tuple((kept("namespace", "namespace", _shared), labels, own_keys, annotations,
+                        kept("creationTimestamp", "created", _shared), kept("deletionTimestamp", "deleting", _shared),
+                        kept("ownerReferences", "owners", _one_copy), _one_copy(spec)))
+    # A pod's own strings (its name, uid, version, index) are held as read: no other pod has them.
+    return KeptPod(kept("name", "name", _as_is), kept("uid", "uid", _as_is), md.get("resourceVersion"), own, parts,
+                   _one_copy(status))
 
 
-class _Pod:
-    """A kept pod's dict is the ``__dict__`` of one of these (see `_keys_shared`)."""
+def _as_is(value: Any) -> Any:
+    return value
 
 
-class _Metadata:
-    """A kept pod's metadata, as `_Pod`."""
+def _kept_labels(labels: Any, before: KeptPod | None) -> tuple[Any, tuple[str, ...], Any]:
+    """A pod's labels as (those many pods have alike, held once; the keys of its own, held once; its own values:
+    one string, a tuple of several, or None). A label whose value is a number (a replica's index, a restart's
+    attempt) is one pod's; the others (the job, its role, its controller) are the same in every pod of a role:
+    one dict for all of them, where a dict a pod was 150 bytes of each kept pod."""
+    if not isinstance(labels, dict):
+        return (_shared(labels) if labels is not None else None), (), None
+    common: JSON = {}
+    keys: list[str] = []
+    values: list[str] = []
+    for key, value in labels.items():
+        if isinstance(value, str) and value.isdigit():
+            keys.append(_key(key))
+            values.append(value)
+        else:
+            common[_key(key)] = _shared(value)
+    own: Any = values[0] if len(values) == 1 else (tuple(values) or None)
+    own_keys: tuple[str, ...] = _one_copy(tuple(keys))
+    if before is not None:
+        if before.own == own:
+            own = before.own
+        if before.labels == common:  # the same object: the pod stands where it stood (`status_map._same_place`)
+            return before.labels, own_keys, own
+    return _one_copy(common), own_keys, own
 
 
-class _Labels:
-    """A kept pod's labels, as `_Pod`."""
+class KeptPod(Mapping[str, Any]):
+    """A pod's essentials (:func:`pod_essentials`), read as the pod (``pod["metadata"]["name"]``,
+    ``pod.get("status")``, ``dict(pod)``, equality with a dict) and held as one small object: a follower of
+    10,000 replicas holds 10,000 of these, and a second version of thousands while a job starts. As dicts (the
+    pod, its metadata, its labels) a kept pod weighed 431 bytes beyond its own strings (name, uid, version,
+    index); as this, under 100. It holds its own strings, its status, and one tuple of the rest of its metadata
+    and its spec (`parts`), shared by the pods that have the same (a job's pods created in the same second on
+    the same node). Its metadata is made when read. Not a dict: ``json.dumps`` takes ``dict(pod)``. Read only,
+    as every kept pod."""
+
+    __slots__ = ("name", "own", "parts", "status", "uid", "version")
+
+    def __init__(self, name: Any, uid: Any, version: Any, own: Any, parts: tuple[Any, ...], status: Any) -> None:
+        self.name, self.uid, self.version, self.own, self.parts, self.status = name, uid, version, own, parts, status
+
+    # The parts of a pod that pods share: (namespace, labels but its own, the keys of its own labels,
+    # annotations, creation and deletion times, owners, spec).
+    namespace = property(lambda self: self.parts[0])
+    labels = property(lambda self: self.parts[1])
+    own_keys = property(lambda self: self.parts[2])
+    annotations = property(lambda self: self.parts[3])
+    created = property(lambda self: self.parts[4])
+    deleting = property(lambda self: self.parts[5])
+    owners = property(lambda self: self.parts[6])
+    spec = property(lambda self: self.parts[7])
+
+    def metadata(self) -> JSON:
+        labels, keys, own = self.labels, self.own_keys, self.own
+        if keys:
+            labels = {**labels, **dict(zip(keys, (own,) if isinstance(own, str) else own, strict=True))}
+        values = (self.name, self.namespace, self.uid, self.version, labels, self.annotations, self.created,
+                  self.deleting, self.owners)
+        return {k: v for k, v in zip(_POD_METADATA, values, strict=True) if v is not None}
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "metadata":
+            return self.metadata()
+        if key == "status":
+            return self.status
+        if key == "spec":
+            return self.spec
+        if key == "apiVersion":
+            return "v1"
+        if key == "kind":
+            return "Pod"
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_POD_KEYS)
+
+    def __len__(self) -> int:
+        return len(_POD_KEYS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+_POD_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 
 
 class _Annotations:
-    """A kept pod's annotations, as `_Pod`."""
+    """A kept pod's annotations are the ``__dict__`` of one of these (see `_keys_shared`)."""
 
 
 def _keys_shared(shape: type, items: Mapping[str, Any]) -> JSON:
     """``items`` as a dict that shares its table of keys with every other dict of the same ``shape``: the
     ``__dict__`` of an instance of ``shape`` (CPython's key-sharing dictionaries, PEP 412), which holds only its
-    values, where a dict of its own holds its keys' table too. A pod's metadata, labels and annotations have the
-    same keys in the same order in every pod of a job, and each kept pod holds three or four such dicts: at
-    10,000 pods this is about 4 MB less. It is an ordinary ``dict`` for every reader (equality, ``json.dumps``, copies);
-    where keys are not shared (other key sets than the first ones seen, another interpreter) it is an ordinary
-    dict's size, never wrong."""
+    values, where a dict of its own holds its keys' table too. The annotations a kept pod holds (a replica index
+    no label gives: a Volcano task's) have the same key in every pod of a job. It is an ordinary ``dict`` for
+    every reader (equality, ``json.dumps``, copies); where keys are not shared (other key sets than the first
+    ones seen, another interpreter) it is an ordinary dict's size, never wrong."""
     if not all(isinstance(k, str) for k in items):
         return dict(items)
     holder = shape()
@@ -188,6 +261,18 @@ def _one_copy(value: Any) -> Any:
         return _shared(value)
 
 
+_TUPLES: dict[tuple[int, ...], tuple[Any, ...]] = {}
+"""The ids of a tuple's items → the one tuple kept with them (see `_one_tuple`)."""
+
+
+def _one_tuple(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``items``, or the tuple of the same objects kept before: the parts of their metadata that a job's pods hold
+    alike are one tuple for all of them. Keyed by the items' identities (each already held once: shared strings,
+    `_one_copy` values), which stay theirs while the tuple kept holds them. Bounded as `_one_copy`'s table."""
+    held: tuple[Any, ...] = remembered(_TUPLES, tuple(map(id, items)), lambda: items)
+    return held
+
+
 _UNSEEN = object()
 
 
@@ -206,10 +291,21 @@ def remembered(table: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
 def same_essentials(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two versions of a pod (both :func:`pod_essentials`) say the same to kubetrain: a change of the
     resourceVersion alone (a field kubetrain does not read changed, an IP, a label's neighbour) is no change."""
+    if isinstance(a, KeptPod) and isinstance(b, KeptPod):
+        return all(getattr(a, f) == getattr(b, f) for f in KeptPod.__slots__ if f != "version")  # parts: by item
     ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
     if any(ma.get(k) != mb.get(k) for k in _POD_METADATA if k != "resourceVersion"):
         return False
     return a.get("spec") == b.get("spec") and a.get("status") == b.get("status")
 
 
-__all__ = ["pod_essentials", "remembered", "same_essentials"]
+def name_and_version(pod: Mapping[str, Any]) -> tuple[Any, Any]:
+    """A pod's name and resourceVersion, read without making its metadata (a kept pod's is made when read; a
+    look at 10,000 pods reads these of each)."""
+    if isinstance(pod, KeptPod):
+        return pod.name, pod.version
+    md = pod.get("metadata") or {}
+    return md.get("name"), md.get("resourceVersion")
+
+
+__all__ = ["KeptPod", "name_and_version", "pod_essentials", "remembered", "same_essentials"]

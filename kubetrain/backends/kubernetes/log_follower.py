@@ -34,8 +34,8 @@ from ...status import JobStatus
 from .client.errors import ApiError
 from .client.kube import Kube
 from .log_choice import LAST_LINES, Choice, choose, key_of
-from .status_map import PodIndex, main_container_status
-from .workload import JSON, meta
+from .status_map import Pod, PodIndex, main_container_status
+from .workload import meta
 
 if TYPE_CHECKING:
     from ..logfiles.kept import Keeper
@@ -90,7 +90,7 @@ class _Replica:
     history: set[str] = field(default_factory=set)
 
 
-def _container_state(pod: JSON, container: str | None) -> tuple[bool, bool, int]:
+def _container_state(pod: Pod, container: str | None) -> tuple[bool, bool, int]:
     """(a container instance has started, it is running now, restartCount)."""
     cs = main_container_status(pod, container) or {}
     state = cs.get("state") or {}
@@ -102,7 +102,7 @@ def _container_state(pod: JSON, container: str | None) -> tuple[bool, bool, int]
     return False, False, restarts
 
 
-def _phase(pod: JSON) -> str:
+def _phase(pod: Pod) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
@@ -161,7 +161,7 @@ class LogFollower:
         self._sizes = (-1, -1)
         #: replica → its current pod, or (current pod, earlier pods), as last looked at (the objects: a change
         #: makes new ones)
-        self._looked: dict[tuple[str, int], JSON | tuple[JSON, list[JSON]]] = {}
+        self._looked: dict[tuple[str, int], Pod | tuple[Pod, list[Pod]]] = {}
         self._tail_pool: ThreadPoolExecutor | None = None
         self._keep = keep
         """Where every line read is kept (before the filters: the kept log is the replica's, not this
@@ -188,7 +188,7 @@ class LogFollower:
 
     # -- opening streams ----------------------------------------------------------------------------
 
-    def _open(self, rep: _Replica, pod: JSON, container: str | None, *, follow: bool, restarts: int,
+    def _open(self, rep: _Replica, pod: Pod, container: str | None, *, follow: bool, restarts: int,
               previous_first: bool) -> None:
         m = meta(pod)
         uid, name = m.get("uid", ""), m.get("name", "")
@@ -345,7 +345,7 @@ class LogFollower:
     def _selects(self, role: str, index: int) -> bool:
         return (self.role is None or role == self.role) and (self.index is None or index == self.index)
 
-    def _show_last_lines(self, key: str, pods: list[JSON], container: str | None, first_step: bool) -> None:
+    def _show_last_lines(self, key: str, pods: list[Pod], container: str | None, first_step: bool) -> None:
         """A replica not followed: read the last lines of a container instance the watch shows failed (exited
         non-zero, or its pod Failed) or restarted, once per instance. Status is the watch's: nothing here
         decides what happened to the replica, only what to show of it."""

@@ -31,7 +31,7 @@ from ...status import (
     ReplicaStatus,
     stopped_by_cancel,
 )
-from .essentials import remembered
+from .essentials import KeptPod, name_and_version, remembered
 from .flavors import Flavor, flavor_of
 from .workload import (
     JSON,
@@ -47,6 +47,9 @@ from .workload import (
     parse_time,
     true_condition,
 )
+
+Pod = Mapping[str, Any]
+"""A pod as read: a whole one (JSON) or one a watch keeps (`essentials.KeptPod`), read only."""
 
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
@@ -180,8 +183,8 @@ class PodIndex:
     """Pods grouped by replica: the newest is the replica, the others are earlier attempts (a replica without
     any has no entry in ``earlier``: 10,000 empty lists weigh 1 MB)."""
 
-    current: dict[tuple[str, int], JSON]
-    earlier: dict[tuple[str, int], list[JSON]]
+    current: dict[tuple[str, int], Pod]
+    earlier: dict[tuple[str, int], list[Pod]]
 
 
 def pod_role(pod: Mapping[str, Any], roles: Sequence[RoleInfo]) -> str | None:
@@ -242,23 +245,22 @@ class PodCache:
         self._index = PodIndex({}, {})
 
     def group(self, pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo]) -> PodIndex:
+        """The pods (one a name: a watch's snapshot) by replica."""
         if self._roles != list(roles):  # a scale, a role's count: where pods stand may differ
             self._reset(list(roles))
         pods = pods if isinstance(pods, list) else list(pods)  # a watch's snapshot is a list already
-        if any(not (meta_of(p).get("name") and meta_of(p).get("resourceVersion")) for p in pods):
+        if any(not all(name_and_version(p)) for p in pods):
             self._reset(list(roles))
             return group_pods(pods, roles)
         by_role = {r.role: r for r in roles}
         # The table is changed in place, not made again key by key at each look: a dict of 10,000 grown from
-        # empty allocates and frees each of its smaller tables on the way (C heap the process keeps). What this
-        # look does not find in `before` (one copy of the table, its size known) is gone.
+        # empty allocates and frees each of its smaller tables on the way (C heap the process keeps), and so would
+        # a copy of it at each look.
         placed = self._placed
-        before = dict(placed)
         touched: list[tuple[str, int]] = []  # a key may come twice: regrouping it again changes nothing
         for pod in pods:
-            md = meta_of(pod)
-            name, version = md["name"], md["resourceVersion"]
-            known = before.pop(name, None)
+            name, version = name_and_version(pod)
+            known = placed.get(name)
             if known is not None and known[0] == version:
                 continue
             # A new version whose labels and annotations are the last one's (the watch shares what did not change:
@@ -274,13 +276,14 @@ class PodCache:
                 touched.append(where)
                 held = self._names(where)
                 self._members[where] = (*held, name) if held else name
-        for name, gone in before.items():  # pods gone since the last look
-            del placed[name]
-            where = gone[1]
-            if where is not None:
-                touched.append(where)
-                self._leave(where, name)
-        del before
+        # Every pod of this look is in the table now: one more there is a pod gone since the last look (rarely).
+        if len(placed) > len(pods):
+            here = {name_and_version(p)[0] for p in pods}
+            for name in [n for n in placed if n not in here]:
+                where = placed.pop(name)[1]
+                if where is not None:
+                    touched.append(where)
+                    self._leave(where, name)
         if touched:
             current, earlier = dict(self._index.current), dict(self._index.earlier)
             for key in touched:
@@ -312,9 +315,8 @@ class PodCache:
                 container: str | None) -> ReplicaStatus:
         """:func:`replica_from_pod`, the last look's when the replica's pod has not changed (kept with the pod's
         place: a pod's version names its content)."""
-        md = meta_of(pod)
-        name, version = str(md.get("name") or ""), md.get("resourceVersion")
-        placed = self._placed.get(name)
+        name, version = name_and_version(pod)
+        placed = self._placed.get(str(name or ""))
         if placed is None or not version or placed[0] != version or placed[1] != (role, index):
             return replica_from_pod(role, index, pod, earlier_failures, container)  # not a pod this look placed
         if len(placed) == 6 and placed[3] == earlier_failures and placed[4] == container:
@@ -328,6 +330,8 @@ class PodCache:
 def _same_place(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     """Whether two versions of a pod (same name) stand at the same replica for certain: what `_place` reads of
     them (labels, annotations) is the same object."""
+    if isinstance(before, KeptPod) and isinstance(after, KeptPod):
+        return before.labels is after.labels and before.own == after.own and before.annotations is after.annotations
     a, b = meta_of(before), meta_of(after)
     return a.get("labels") is b.get("labels") and a.get("annotations") is b.get("annotations")
 
@@ -342,20 +346,30 @@ def group_pods(pods: Iterable[Mapping[str, Any]], roles: Sequence[RoleInfo], cac
     if cache is not None:
         return cache.group(pods, roles)
     by_role = {r.role: r for r in roles}
-    groups: dict[tuple[str, int], list[JSON]] = {}
+    groups: dict[tuple[str, int], list[Pod]] = {}
     for pod in pods:
         where = _place(pod, roles, by_role)
         if where is None:
             continue
-        groups.setdefault((where[0], where[1]), []).append(dict(pod))
-    current: dict[tuple[str, int], JSON] = {}
-    earlier: dict[tuple[str, int], list[JSON]] = {}
+        # A kept pod is read only, as it is (its copy would make its metadata: 10,000 dicts at once).
+        groups.setdefault((where[0], where[1]), []).append(pod if isinstance(pod, KeptPod) else dict(pod))
+    current: dict[tuple[str, int], Pod] = {}
+    earlier: dict[tuple[str, int], list[Pod]] = {}
     for key, group in groups.items():
         if len(group) > 1:  # a sort of one still works out its key: two time parses a pod, a fifth of a status
             group.sort(key=_pod_sort_key)
             earlier[key] = group[:-1]
         current[key] = group[-1]
     return PodIndex(current, earlier)
+
+
+def replica_pod(pods: Iterable[Mapping[str, Any]], role: str, index: int,
+                roles: Sequence[RoleInfo] = ()) -> Mapping[str, Any] | None:
+    """The pod that is one replica now (the newest of its pods, as :func:`group_pods` would have it), found
+    without grouping every pod: a failure among 10,000 replicas reads one pod's log."""
+    by_role = {r.role: r for r in roles}
+    mine = [p for p in pods if _place(p, roles, by_role) == (role, index)]
+    return sorted(mine, key=_pod_sort_key)[-1] if mine else None
 
 
 # --------------------------------------------------------------------------------------------- the job
@@ -548,6 +562,7 @@ __all__ = [
     "pod_role",
     "pod_scheduling_problem",
     "replica_from_pod",
+    "replica_pod",
     "roles_of",
     "true_condition",
 ]

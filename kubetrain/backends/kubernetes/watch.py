@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...contract.labels import JOB_LABEL
@@ -23,7 +23,7 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
 from .client.transport import JSON
-from .essentials import pod_essentials, same_essentials
+from .essentials import name_and_version, pod_essentials, same_essentials
 
 
 class Informer:
@@ -38,7 +38,7 @@ class Informer:
         on_change: Callable[[], None],
         *,
         timeout_seconds: int = 290,
-        keep: Callable[[JSON, JSON | None], JSON] | None = None,
+        keep: Callable[[JSON, Any], Mapping[str, Any]] | None = None,
         same: Callable[[JSON, JSON], bool] | None = None,
         page: int = 500,
     ) -> None:
@@ -55,7 +55,7 @@ class Informer:
         self._same = same
         self._page = page
         self._lock = threading.Lock()
-        self.objects: dict[str, JSON] = {}
+        self.objects: dict[str, Any] = {}  # JSON, or what ``keep`` made of it (a kept pod: a Mapping)
         self.deleted: dict[str, JSON] = {}
         self.resource_version = ""
         self.synced = threading.Event()
@@ -92,7 +92,7 @@ class Informer:
         items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector,
                                    keep=self._keep_or_reuse if self._keep is not None else None, page=self._page)
         with self._lock:
-            fresh = {i["metadata"]["name"]: i for i in items}
+            fresh = {name_and_version(i)[0]: i for i in items}
             for name, old in self.objects.items():
                 if name not in fresh:
                     self.deleted[name] = old
@@ -101,14 +101,13 @@ class Informer:
         self.synced.set()
         self._on_change()
 
-    def _keep_or_reuse(self, item: JSON) -> JSON:
+    def _keep_or_reuse(self, item: JSON) -> Mapping[str, Any]:
         """What is kept of a listed object: the one kept already when its version has not moved (a relist after a
         410 then holds one copy of the pods that did not change, not two while the pages are read)."""
         assert self._keep is not None
-        md = item.get("metadata") or {}
-        version = md.get("resourceVersion")
-        old = self.objects.get(md.get("name", ""))  # this thread is the only writer: no lock to read
-        if version and old is not None and (old.get("metadata") or {}).get("resourceVersion") == version:
+        name, version = name_and_version(item)
+        old = self.objects.get(name or "")  # this thread is the only writer: no lock to read
+        if version and old is not None and name_and_version(old)[1] == version:
             return old
         return self._keep(item, old)
 

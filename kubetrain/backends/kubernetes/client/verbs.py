@@ -6,11 +6,15 @@ import functools
 import json
 import re
 from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 from .ahead import Ahead
 from .errors import ApiError
 from .resources import Resource
 from .transport import JSON, Transport, query
+
+Kept = TypeVar("Kept")
+"""What a list keeps of each item (``keep``)."""
 
 #: Objects per page of a list, as kubectl asks.
 PAGE = 500
@@ -77,6 +81,15 @@ class Verbs(Transport):
                      {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
 
     # Last in the class: a method named `list` shadows the builtin in the annotations that follow it.
+    @overload
+    def list(self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
+             field_selector: str | None = None, keep: None = None, page: int = PAGE) -> tuple[list[JSON], str]: ...
+
+    @overload
+    def list(self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
+             field_selector: str | None = None, keep: Callable[[JSON], Kept], page: int = PAGE,
+             ) -> tuple[list[Kept], str]: ...
+
     def list(
         self,
         res: Resource,
@@ -84,13 +97,13 @@ class Verbs(Transport):
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        keep: Callable[[JSON], JSON] | None = None,
+        keep: Callable[[JSON], Any] | None = None,
         page: int = PAGE,
-    ) -> tuple[list[JSON], str]:
+    ) -> tuple[list[Any], str]:
         """(items, the list's resourceVersion), every page. ``keep``: what of each item is kept, page by page (a
         list of 10,000 whole pods is never held at once); ``page``: items a page (kubectl's 500). The next page is
         asked for while this one is read."""
-        items: list[JSON] = []
+        items: list[Any] = []
         path = res.path(namespace)
 
         def fetch(token: str | None) -> bytes:
