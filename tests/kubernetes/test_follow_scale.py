@@ -20,7 +20,7 @@ from kubetrain.backends.kubernetes.essentials import pod_essentials, same_essent
 from kubetrain.backends.kubernetes.flavors import flavor_of
 from kubetrain.backends.kubernetes.follow import job_state
 from kubetrain.backends.kubernetes.lookup import ordered
-from kubetrain.backends.kubernetes.status_map import PodCache, group_pods, job_status, roles_of
+from kubetrain.backends.kubernetes.status_map import PodCache, RoleInfo, group_pods, job_status, roles_of
 from kubetrain.backends.kubernetes.watch import JobWatch
 from kubetrain.contract.logs import parse_time
 from kubetrain.jobspec import from_dict
@@ -486,3 +486,80 @@ def test_a_start_time_is_read_while_another_look_empties_the_shared_table(monkey
     text = "2026-11-27T10:00:00Z"
     assert status_map._shared_time(text) == parse_time(text)
     assert status_map._shared_time(text) == parse_time(text)
+
+
+def _jobset_pod(job_index: int, completion: int, version: str = "1", *, phase: str = "Running",
+                **extra_labels: str) -> dict[str, Any]:
+    """A pod of a JobSet's replicatedJob "w" (two Jobs of two completions each), as its controllers label it."""
+    name = f"js-w-{job_index}-{completion}"
+    labels = {"jobset.sigs.k8s.io/replicatedjob-name": "w", "jobset.sigs.k8s.io/job-index": str(job_index),
+              "batch.kubernetes.io/job-completion-index": str(completion), **extra_labels}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": version,
+                         "labels": labels, "creationTimestamp": "2026-11-27T10:00:00Z"},
+            "spec": {"containers": [{"name": "main"}], "nodeName": "node-1"},
+            "status": {"phase": phase}}
+
+
+def test_the_failed_replicas_pod_is_found_by_its_place_in_the_job_as_grouping_finds_it() -> None:
+    """`replica_pod` (what `last_lines` reads the failure's lines from) finds the pod grouping would, without
+    grouping every pod: a JobSet's pod stands at its Job's index times the Job's completions plus its own."""
+    from kubetrain.backends.kubernetes.status_map import replica_pod
+
+    roles = [RoleInfo(role="w", replicas=4, completions=2)]
+    pods = [_jobset_pod(j, c) for j in (0, 1) for c in (0, 1)]
+    kept = [pod_essentials(p) for p in pods]
+    grouped = group_pods(pods, roles)
+    for index in range(4):
+        found = replica_pod(kept, "w", index, roles)
+        assert found is not None and found["metadata"]["name"] == grouped.current[("w", index)]["metadata"]["name"]
+    assert replica_pod(kept, "w", 3, roles)["metadata"]["name"] == "js-w-1-1"  # type: ignore[index]
+    assert replica_pod(kept, "w", 9, roles) is None
+
+
+def test_a_kept_pods_labels_are_its_own_to_read() -> None:
+    """The labels pods have alike are held once for all of them; a reader changing the labels it was handed
+    changes no other pod."""
+    a, b = (pod_essentials(_jobset_pod(0, c)) for c in (0, 1))
+    assert a.labels is b.labels  # held once
+    handed = a["metadata"]["labels"]
+    handed["jobset.sigs.k8s.io/replicatedjob-name"] = "changed"
+    assert b["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "w"
+    assert a["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "w"
+
+
+def test_the_pod_cache_places_a_pod_again_when_the_keys_of_its_numbered_labels_change() -> None:
+    """A new version of a pod whose numbered labels moved to other keys (same values) stands where a fresh look
+    puts it, not where it stood."""
+    roles = [RoleInfo(role="w", replicas=4, completions=2)]
+    cache = PodCache()
+    first = pod_essentials(_jobset_pod(1, 0))
+    assert list(group_pods([first], roles, cache).current) == [("w", 2)]
+    moved = _jobset_pod(1, 0, version="2")
+    # Job 1 is now only another label's value (in the same place among the labels).
+    moved["metadata"]["labels"] = {("other-index" if k == "jobset.sigs.k8s.io/job-index" else k): v
+                                   for k, v in moved["metadata"]["labels"].items()}
+    second = pod_essentials(moved, first)
+    assert second.labels is first.labels and second.own == first.own  # what the cache once compared
+    assert list(group_pods([second], roles, cache).current) == list(group_pods([second], roles).current) == [("w", 0)]
+
+
+def test_a_pod_gone_without_a_replacement_leaves_its_replica_without_a_pod(emulated: Cluster) -> None:
+    """The cache finds a pod gone since its last look (its table holds one more pod than the look) and answers as
+    a fresh look does."""
+    emu = emulated.emu
+    assert emu is not None
+    workloads, pods = _job_with_every_kind_of_replica(emulated, "gone")
+    flavor = flavor_of(workloads[0])
+    cache = PodCache()
+
+    def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        now = [pod_essentials(p) for p in emu.objects("pods", NS)]
+        fresh = job_status(workloads, now, job_id="gone", namespace=NS, flavor=flavor)
+        cached = job_status(workloads, now, job_id="gone", namespace=NS, flavor=flavor, cache=cache)
+        return fresh.to_dict(), cached.to_dict()
+
+    assert both()[0] == both()[1]
+    emu.delete("pods", pods["worker-6"], NS)
+    fresh, cached = both()
+    assert cached == fresh and cached["replicas"][6]["reason"] == "NoPod"

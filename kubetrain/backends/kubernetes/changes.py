@@ -34,8 +34,8 @@ class ClusterChanges:
         b = self.backend
         selector = f"{MANAGED_BY}={MANAGER}"
         for res in [*workload_kinds(b.kube, b.capabilities()), PODS]:
-            informer = Informer(b.kube, res, b.namespace, selector, self.on_change,
-                                timeout_seconds=b.options.watch_timeout)
+            informer: Informer[dict[str, Any]] = Informer(b.kube, res, b.namespace, selector, self.on_change,
+                                                            timeout_seconds=b.options.watch_timeout)
             self._informers.append(informer.start())
         return self
 

@@ -29,7 +29,7 @@ from .liveness import Liveness, LivenessCache
 from .liveness import check as check_liveness
 from .lookup import Located, PodScope, job_pods, locate, locate_with_pods
 from .options import KubernetesOptions
-from .status_map import PodIndex, job_status, meta
+from .status_map import PodIndex, flavor_of, job_status, meta, roles_of
 from .watch import JobWatch
 
 
@@ -121,7 +121,9 @@ class Cluster:
             diagnoses = self.diagnose_pending(status, workloads, pods, flavor=flavor, grouped=grouped)
         pending_reason(status, diagnoses)
         if status.first_failure is not None and not status.first_failure.last_lines:
-            status.first_failure.last_lines = last_lines(self.kube, status, pods)
+            found = flavor if flavor is not None or not workloads else flavor_of(workloads[0])
+            roles = roles_of(found, found.order(workloads)) if found is not None and workloads else []
+            status.first_failure.last_lines = last_lines(self.kube, status, pods, roles)
         return status
 
     def diagnose_pending(self, status: JobStatus, workloads: Sequence[Any], pods: Sequence[Any],

@@ -12,7 +12,7 @@ from .client.errors import ApiError
 from .client.kube import Kube
 from .diagnose import Diagnosis
 from .logs import LogTarget, read_logs
-from .status_map import PodIndex, replica_pod
+from .status_map import Pod, PodIndex, RoleInfo, replica_pod
 from .workload import JSON, meta
 
 #: Lines of a failed replica's output shown with the failure.
@@ -95,12 +95,13 @@ def main_container(pod: Mapping[str, Any]) -> str | None:
     return containers[0].get("name") if containers else None
 
 
-def last_lines(kube: Kube, status: JobStatus, pods: Sequence[JSON]) -> list[str]:
-    """The failed replica's last lines (one request): what it said before it died."""
+def last_lines(kube: Kube, status: JobStatus, pods: Sequence[Pod], roles: Sequence[RoleInfo]) -> list[str]:
+    """The failed replica's last lines (one request): what it said before it died. ``roles``: the job's, which
+    place its pods (a JobSet's pod's index counts the Jobs of its replicatedJob before its own)."""
     failure = status.first_failure
     if failure is None or not status.namespace:
         return []
-    pod = replica_pod(pods, failure.role, failure.index)
+    pod = replica_pod(pods, failure.role, failure.index, roles)
     if pod is None:
         return []
     try:

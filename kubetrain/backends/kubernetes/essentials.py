@@ -12,6 +12,9 @@ from ...contract.logs import parse_time
 
 JSON = dict[str, Any]
 
+Pod = Mapping[str, Any]
+"""A pod as read: a whole one (JSON) or one a watch keeps (`KeptPod`), read only."""
+
 _SHARED_UP_TO = 128
 """Strings up to this length are shared between pods (keys by ``sys.intern``, values by `_one_string`): a pod's
 keys, its labels' names and most of their values (the job's name, its role, its controller's uid), its phase, its
@@ -120,12 +123,20 @@ class KeptPod(Mapping[str, Any]):
     spec = property(lambda self: self.parts[7])
 
     def metadata(self) -> JSON:
-        labels, keys, own = self.labels, self.own_keys, self.own
-        if keys:
-            labels = {**labels, **dict(zip(keys, (own,) if isinstance(own, str) else own, strict=True))}
-        values = (self.name, self.namespace, self.uid, self.version, labels, self.annotations, self.created,
-                  self.deleting, self.owners)
+        values = (self.name, self.namespace, self.uid, self.version, self.labels_read(), self.annotations,
+                  self.created, self.deleting, self.owners)
         return {k: v for k, v in zip(_POD_METADATA, values, strict=True) if v is not None}
+
+    def labels_read(self) -> Any:
+        """The pod's labels, a dict of its own (the labels it shares are held once for many pods: a reader that
+        changed them would change every pod's)."""
+        labels, keys, own = self.labels, self.own_keys, self.own
+        if not isinstance(labels, dict):
+            return labels
+        mine = dict(labels)
+        if keys:
+            mine.update(zip(keys, (own,) if isinstance(own, str) else own, strict=True))
+        return mine
 
     def __getitem__(self, key: str) -> Any:
         if key == "metadata":
@@ -299,6 +310,23 @@ def same_essentials(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return a.get("spec") == b.get("spec") and a.get("status") == b.get("status")
 
 
+def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pod's labels, to read (never change), without making a kept pod's whole metadata: where a pod stands
+    (its role, its index) is read from them for every pod of a look at a job."""
+    if isinstance(pod, KeptPod):
+        return pod.labels_read() or {}
+    labels: Mapping[str, Any] = (pod.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def pod_annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A pod's annotations, to read (never change), as `pod_labels`."""
+    if isinstance(pod, KeptPod):
+        return pod.annotations or {}
+    annotations: Mapping[str, Any] = (pod.get("metadata") or {}).get("annotations") or {}
+    return annotations
+
+
 def name_and_version(pod: Mapping[str, Any]) -> tuple[Any, Any]:
     """A pod's name and resourceVersion, read without making its metadata (a kept pod's is made when read; a
     look at 10,000 pods reads these of each)."""
@@ -308,4 +336,5 @@ def name_and_version(pod: Mapping[str, Any]) -> tuple[Any, Any]:
     return md.get("name"), md.get("resourceVersion")
 
 
-__all__ = ["KeptPod", "name_and_version", "pod_essentials", "remembered", "same_essentials"]
+__all__ = ["KeptPod", "Pod", "name_and_version", "pod_annotations", "pod_essentials", "pod_labels", "remembered",
+           "same_essentials"]

@@ -188,8 +188,10 @@ def follow(
             follower.stop()
         jw.stop()
     if status.phase is JobPhase.FAILED and status.first_failure is not None:
-        _, pods, _ = jw.snapshot()
-        status.first_failure.last_lines = last_lines(backend.kube, status, pods)
+        workloads, pods, _ = jw.snapshot()
+        objs = ordered(workloads) if workloads else ordered(list(jw.workloads.deleted.values()))
+        roles = roles_of(state.flavor, objs) if objs else []
+        status.first_failure.last_lines = last_lines(backend.kube, status, pods, roles)
     return status
 
 

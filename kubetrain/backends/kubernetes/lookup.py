@@ -7,9 +7,9 @@ the likeliest first (:func:`~.flavors.lookup_order`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ...contract.errors import JobNotFound
 from ...contract.labels import JOB_LABEL, MANAGED_BY, MANAGER
@@ -33,6 +33,10 @@ def job_not_found(name: str, namespace: str) -> JobNotFound:
                        f"-n {namespace})")
 
 
+P = TypeVar("P", bound=Mapping[str, Any])
+"""A pod, whole (JSON) or kept by a watch (`essentials.KeptPod`)."""
+
+
 @dataclass
 class PodScope:
     """How a job's pods are found: a label selector (kubetrain's job label; for a document submitted as
@@ -45,7 +49,7 @@ class PodScope:
     _owned: dict[str, bool] = field(default_factory=dict)
     """Intermediate owner uid → whether the root owns it (read once each)."""
 
-    def keep(self, kube: Kube | None, namespace: str, pods: Sequence[JSON]) -> list[JSON]:
+    def keep(self, kube: Kube | None, namespace: str, pods: Sequence[P]) -> list[P]:
         if self.owner_uid is None:
             return list(pods)
         return [p for p in pods

@@ -31,7 +31,7 @@ from ...status import (
     ReplicaStatus,
     stopped_by_cancel,
 )
-from .essentials import KeptPod, name_and_version, remembered
+from .essentials import KeptPod, Pod, name_and_version, pod_annotations, pod_labels, remembered
 from .flavors import Flavor, flavor_of
 from .workload import (
     JSON,
@@ -47,9 +47,6 @@ from .workload import (
     parse_time,
     true_condition,
 )
-
-Pod = Mapping[str, Any]
-"""A pod as read: a whole one (JSON) or one a watch keeps (`essentials.KeptPod`), read only."""
 
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOBSET_RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
@@ -68,7 +65,7 @@ def roles_of(flavor: Flavor | None, workloads: Sequence[Mapping[str, Any]]) -> l
 
 def pod_index(pod: Mapping[str, Any], role: RoleInfo | None = None) -> int | None:
     """The replica index of a pod, from the labels kubetrain or the engine put on it."""
-    lab, ann = labels(pod), annotations_of(pod)
+    lab, ann = pod_labels(pod), pod_annotations(pod)
     for key in INDEX_KEYS:
         raw = lab.get(key, ann.get(key))
         if raw is not None and str(raw).isdigit():
@@ -83,7 +80,7 @@ def pod_index(pod: Mapping[str, Any], role: RoleInfo | None = None) -> int | Non
 
 
 def _pod_sort_key(pod: Mapping[str, Any]) -> tuple[int, float, int, float, str]:
-    lab = labels(pod)
+    lab = pod_labels(pod)
     attempt = int(lab.get(JOBSET_RESTART_ATTEMPT, "0")) if lab.get(JOBSET_RESTART_ATTEMPT, "0").isdigit() else 0
     phase = (pod.get("status") or {}).get("phase")
     live = 0 if phase in ("Succeeded", "Failed") else 1
@@ -190,7 +187,7 @@ class PodIndex:
 def pod_role(pod: Mapping[str, Any], roles: Sequence[RoleInfo]) -> str | None:
     """The role a pod is a replica of: kubetrain's role label, a JobSet's replicatedJob, the label a role's
     controller marks its pods with (a document submitted as written), or the only role there is."""
-    lab = labels(pod)
+    lab = pod_labels(pod)
     role = lab.get(ROLE_LABEL) or lab.get(JOBSET_REPLICATED_JOB)
     if role is not None:
         return role
@@ -331,7 +328,8 @@ def _same_place(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     """Whether two versions of a pod (same name) stand at the same replica for certain: what `_place` reads of
     them (labels, annotations) is the same object."""
     if isinstance(before, KeptPod) and isinstance(after, KeptPod):
-        return before.labels is after.labels and before.own == after.own and before.annotations is after.annotations
+        return (before.labels is after.labels and before.own_keys == after.own_keys and before.own == after.own
+                and before.annotations is after.annotations)
     a, b = meta_of(before), meta_of(after)
     return a.get("labels") is b.get("labels") and a.get("annotations") is b.get("annotations")
 
@@ -542,6 +540,7 @@ def jobs_by_name(workloads: Iterable[Mapping[str, Any]]) -> dict[str, list[JSON]
 __all__ = [
     "KUEUE_QUEUE_LABEL",
     "EngineState",
+    "Pod",
     "PodCache",
     "PodIndex",
     "RoleInfo",

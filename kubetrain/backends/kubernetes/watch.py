@@ -16,17 +16,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from ...contract.labels import JOB_LABEL
 from .client.errors import ApiError
 from .client.kube import Kube
 from .client.resources import PODS, Resource
 from .client.transport import JSON
-from .essentials import name_and_version, pod_essentials, same_essentials
+from .essentials import Pod, name_and_version, pod_essentials, same_essentials
+
+Obj = TypeVar("Obj", bound=Mapping[str, Any])
+"""What an informer keeps of each object: the object (JSON), or what its ``keep`` makes of it (a `KeptPod`)."""
 
 
-class Informer:
+class Informer(Generic[Obj]):
     """One resource kind, one selector: a cache of objects by name, kept current by a thread."""
 
     def __init__(
@@ -38,8 +41,8 @@ class Informer:
         on_change: Callable[[], None],
         *,
         timeout_seconds: int = 290,
-        keep: Callable[[JSON, Any], Mapping[str, Any]] | None = None,
-        same: Callable[[JSON, JSON], bool] | None = None,
+        keep: Callable[[JSON, Obj | None], Obj] | None = None,
+        same: Callable[[Obj, Obj], bool] | None = None,
         page: int = 500,
     ) -> None:
         """``keep``: what of each object is kept (the rest is dropped as it arrives: a pod's essentials, not the
@@ -55,8 +58,8 @@ class Informer:
         self._same = same
         self._page = page
         self._lock = threading.Lock()
-        self.objects: dict[str, Any] = {}  # JSON, or what ``keep`` made of it (a kept pod: a Mapping)
-        self.deleted: dict[str, JSON] = {}
+        self.objects: dict[str, Obj] = {}
+        self.deleted: dict[str, Obj] = {}
         self.resource_version = ""
         self.synced = threading.Event()
         self.error: BaseException | None = None
@@ -67,7 +70,7 @@ class Informer:
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
-    def start(self) -> Informer:
+    def start(self) -> Informer[Obj]:
         self._thread = threading.Thread(target=self._run, name=f"watch-{self.res.plural}", daemon=True)
         self._thread.start()
         return self
@@ -82,15 +85,20 @@ class Informer:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def snapshot(self) -> list[JSON]:
+    def snapshot(self) -> list[Obj]:
         with self._lock:
             return list(self.objects.values())
 
     # -- the loop -------------------------------------------------------------------------------------
 
     def relist(self) -> None:
-        items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector,
-                                   keep=self._keep_or_reuse if self._keep is not None else None, page=self._page)
+        items: list[Obj]
+        if self._keep is not None:
+            items, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector,
+                                       keep=self._keep_or_reuse, page=self._page)
+        else:  # the objects as listed: ``Obj`` is JSON
+            listed, rv = self.kube.list(self.res, self.namespace, label_selector=self.label_selector, page=self._page)
+            items = cast(list[Obj], listed)
         with self._lock:
             fresh = {name_and_version(i)[0]: i for i in items}
             for name, old in self.objects.items():
@@ -101,7 +109,7 @@ class Informer:
         self.synced.set()
         self._on_change()
 
-    def _keep_or_reuse(self, item: JSON) -> Mapping[str, Any]:
+    def _keep_or_reuse(self, item: JSON) -> Obj:
         """What is kept of a listed object: the one kept already when its version has not moved (a relist after a
         410 then holds one copy of the pods that did not change, not two while the pages are read)."""
         assert self._keep is not None
@@ -124,16 +132,16 @@ class Informer:
         obj.setdefault("apiVersion", self.res.api_version)
         obj.setdefault("kind", self.res.kind)
         name = obj["metadata"]["name"]
-        if self._keep is not None:
-            obj = self._keep(obj, self.objects.get(name))  # this thread is the only writer: no lock to read
+        # This thread is the only writer: no lock to read the version kept. Without ``keep``, ``Obj`` is JSON.
+        kept = self._keep(obj, self.objects.get(name)) if self._keep is not None else cast(Obj, obj)
         with self._lock:
             if kind == "DELETED":
                 self.objects.pop(name, None)
-                self.deleted[name] = obj
+                self.deleted[name] = kept
             else:
                 before = self.objects.get(name)
-                self.objects[name] = obj
-                if before is not None and self._same is not None and self._same(before, obj):
+                self.objects[name] = kept
+                if before is not None and self._same is not None and self._same(before, kept):
                     if rv:
                         self.resource_version = rv
                     return  # nothing a reader looks at changed: no one is woken, nothing recomputed
@@ -199,7 +207,7 @@ class JobWatch:
 
     def __init__(self, kube: Kube, namespace: str, job_label: str, workload: Resource, *,
                  timeout_seconds: int = 290, pod_selector: str | None = None,
-                 keep_pods: Callable[[list[JSON]], list[JSON]] | None = None) -> None:
+                 keep_pods: Callable[[list[Pod]], list[Pod]] | None = None) -> None:
         """``pod_selector``: the pods' selector when they do not carry kubetrain's job label (a document
         submitted as written: its controller's labels); ``keep_pods``: which of those are the job's."""
         selector = f"{JOB_LABEL}={job_label}"
@@ -208,11 +216,12 @@ class JobWatch:
         self._keep_pods = keep_pods
         self._cond = threading.Condition()
         self.version = 0
-        self.workloads = Informer(kube, workload, namespace, selector, self._changed, timeout_seconds=timeout_seconds)
+        self.workloads: Informer[JSON] = Informer(kube, workload, namespace, selector, self._changed,
+                                                  timeout_seconds=timeout_seconds)
         # Pods are kept as their essentials (what status, diagnosis and log streams read): flat memory per replica.
-        self.pods = Informer(kube, PODS, namespace, selector if pod_selector is None else pod_selector, self._changed,
-                             timeout_seconds=timeout_seconds, keep=pod_essentials, same=same_essentials,
-                             page=POD_PAGE)
+        self.pods: Informer[Pod] = Informer(kube, PODS, namespace, selector if pod_selector is None else pod_selector,
+                                            self._changed, timeout_seconds=timeout_seconds, keep=pod_essentials,
+                                            same=same_essentials, page=POD_PAGE)
         #: monotonic time of the latest change (what the latency benchmark reads)
         self.changed_at = 0.0
         self._started = False
@@ -261,7 +270,7 @@ class JobWatch:
     def error(self) -> BaseException | None:
         return self.workloads.error or self.pods.error
 
-    def snapshot(self) -> tuple[list[JSON], list[JSON], bool]:
+    def snapshot(self) -> tuple[list[JSON], list[Pod], bool]:
         """(workload objects, pods, whether a workload object was deleted since the watch began)."""
         pods = self.pods.snapshot()
         if self._keep_pods is not None:
