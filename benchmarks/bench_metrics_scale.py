@@ -38,7 +38,8 @@ from urllib.parse import urlencode, urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_ui import rss_mb, stage, start_server  # noqa: E402
+from bench_ui import rss_mb, stage, start_server  # noqa: E402  (beside this file)
+
 from tests.ui.helpers import AUTH, Reply, free_port  # noqa: E402
 
 LOGGER = """
@@ -247,7 +248,7 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(10)
-    from benchmarks import browser_timing
+    import browser_timing
 
     missing = browser_timing.available()
     try:

@@ -44,7 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import browser_timing  # noqa: E402
+import browser_timing  # noqa: E402  (beside this file)
+
 from tests.ui.helpers import TOKEN, free_port  # noqa: E402 (the helpers present TOKEN on every request)
 
 LATENCY_REPLICAS = 20

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bytecode import compile_kubetrain
+from bytecode import compile_kubetrain  # beside this file
 
 BIN = Path(sys.executable).parent / "kubetrain"
 
