@@ -107,6 +107,10 @@ def test_the_pod_cache_answers_as_a_fresh_look_at_each_change(emulated: Cluster)
     fresh, cached = both()
     assert cached == fresh
     assert cached["replicas"][3]["phase"] == "Running"
+    # A pod gone without a replacement: the cache finds it gone (its table holds one more pod than the look).
+    emu.delete("pods", pods["worker-6"], NS)
+    fresh, cached = both()
+    assert cached == fresh and cached["replicas"][6]["reason"] == "NoPod"
 
 
 def test_a_change_of_nothing_kubetrain_reads_wakes_no_reader(emulated: Cluster) -> None:
@@ -542,24 +546,3 @@ def test_the_pod_cache_places_a_pod_again_when_the_keys_of_its_numbered_labels_c
     second = pod_essentials(moved, first)
     assert second.labels is first.labels and second.own == first.own  # what the cache once compared
     assert list(group_pods([second], roles, cache).current) == list(group_pods([second], roles).current) == [("w", 0)]
-
-
-def test_a_pod_gone_without_a_replacement_leaves_its_replica_without_a_pod(emulated: Cluster) -> None:
-    """The cache finds a pod gone since its last look (its table holds one more pod than the look) and answers as
-    a fresh look does."""
-    emu = emulated.emu
-    assert emu is not None
-    workloads, pods = _job_with_every_kind_of_replica(emulated, "gone")
-    flavor = flavor_of(workloads[0])
-    cache = PodCache()
-
-    def both() -> tuple[dict[str, Any], dict[str, Any]]:
-        now = [pod_essentials(p) for p in emu.objects("pods", NS)]
-        fresh = job_status(workloads, now, job_id="gone", namespace=NS, flavor=flavor)
-        cached = job_status(workloads, now, job_id="gone", namespace=NS, flavor=flavor, cache=cache)
-        return fresh.to_dict(), cached.to_dict()
-
-    assert both()[0] == both()[1]
-    emu.delete("pods", pods["worker-6"], NS)
-    fresh, cached = both()
-    assert cached == fresh and cached["replicas"][6]["reason"] == "NoPod"
